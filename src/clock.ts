@@ -1,0 +1,46 @@
+/**
+ * Injected time. Everything that reads the time or waits goes through a Clock, so tests and the
+ * simulator can run an hour of outage in milliseconds with a virtual clock
+ * (`VirtualClock` in `selfheal/testing`).
+ */
+export interface Clock {
+  /** Milliseconds since the Unix epoch; may carry a fraction. */
+  now(): number;
+  /** Resolves after `ms`; rejects with the signal's reason if it is aborted first. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+  /** Calls `callback` once after `ms`; returns a function that cancels it. */
+  setTimer(ms: number, callback: () => void): () => void;
+}
+
+/** The reason a signal was aborted with, or a standard AbortError. */
+export function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException("This operation was aborted", "AbortError");
+}
+
+/** Wall-clock time with sub-millisecond resolution, and real timers. */
+export const systemClock: Clock = {
+  now: () => performance.timeOrigin + performance.now(),
+  sleep(ms, signal) {
+    return new Promise<void>((resolve, reject) => {
+      if (signal?.aborted) {
+        reject(abortReason(signal));
+        return;
+      }
+      const onAbort = () => {
+        clearTimeout(timer);
+        reject(abortReason(signal as AbortSignal));
+      };
+      const timer = setTimeout(() => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      }, ms);
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  },
+  setTimer(ms, callback) {
+    const timer = setTimeout(callback, ms);
+    return () => {
+      clearTimeout(timer);
+    };
+  },
+};

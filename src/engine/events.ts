@@ -1,0 +1,65 @@
+import type { StatusChangeEvent } from "../health/evaluator.js";
+import type { CallRecord } from "../health/store.js";
+import { describeThrown, redact } from "../telemetry/redact.js";
+import type { Logger } from "./options.js";
+
+/** A finished tool call, as recorded (error text redacted). */
+export interface ToolCallEvent extends CallRecord {
+  at: number;
+  taskId: string | undefined;
+  /** `error.type` of a failed or blocked call. */
+  errorType?: string;
+  /** Redacted, truncated error text of a failed or blocked call. */
+  error?: string;
+}
+
+/** Events of a selfheal instance, by name. */
+export interface SelfHealEvents {
+  "status-change": StatusChangeEvent;
+  "tool-call": ToolCallEvent;
+}
+
+export type Listener<T> = (event: T) => void;
+
+/**
+ * A small typed emitter. A listener that throws is reported to the logger and never reaches
+ * the tool call that emitted the event.
+ */
+export class Emitter<Events extends object> {
+  private readonly listeners = new Map<keyof Events, Set<Listener<never>>>();
+
+  constructor(private readonly logger: Logger) {}
+
+  /** Adds a listener; returns a function that removes it. */
+  on<K extends keyof Events>(name: K, listener: Listener<Events[K]>): () => void {
+    let set = this.listeners.get(name);
+    if (!set) this.listeners.set(name, (set = new Set()));
+    set.add(listener);
+    return () => {
+      set.delete(listener);
+    };
+  }
+
+  /** Whether anyone listens: lets callers skip building an event nobody reads. */
+  has(name: keyof Events): boolean {
+    return (this.listeners.get(name)?.size ?? 0) > 0;
+  }
+
+  emit<K extends keyof Events>(name: K, event: Events[K]): void {
+    const set = this.listeners.get(name);
+    if (!set) return;
+    for (const listener of set) {
+      try {
+        (listener as Listener<Events[K]>)(event);
+      } catch (error) {
+        this.logger.warn(
+          `selfheal: a "${String(name)}" listener threw (ignored): ${redact(describeThrown(error))}`,
+        );
+      }
+    }
+  }
+
+  clear(): void {
+    this.listeners.clear();
+  }
+}

@@ -1,0 +1,362 @@
+import type { MeterProvider, TracerProvider } from "@opentelemetry/api";
+import { systemClock, type Clock } from "../clock.js";
+import { SelfHealConfigError } from "../errors.js";
+import { MemorySignalStore } from "../health/memory-store.js";
+import { DEFAULT_WINDOWS, type SignalStore, type SignalWindows } from "../health/store.js";
+import {
+  DEFAULT_BASELINE_TAU_MS,
+  DEFAULT_STATUS_CACHE_MS,
+  DEFAULT_THRESHOLDS,
+  mergeThresholds,
+  type HealthThresholds,
+  type ThresholdOverrides,
+} from "../health/thresholds.js";
+import { boundedJson, DEFAULT_MAX_TEXT_LENGTH } from "../telemetry/redact.js";
+import type { CallContext } from "./call-context.js";
+
+/** Where selfheal writes its own warnings (a listener that threw, a store that failed). */
+export interface Logger {
+  warn(message: string): void;
+}
+
+export interface HealthOptions extends ThresholdOverrides {
+  /** Window sizes (the same for every tool). */
+  windows?: Partial<SignalWindows>;
+  /** How long a computed status is reused, ms (default 5000). */
+  cacheMs?: number;
+  /** Time constant of the learned latency baseline, ms (default 1 h). */
+  baselineTauMs?: number;
+  /** Per-tool threshold overrides, by tool name. */
+  tools?: Record<string, ThresholdOverrides>;
+}
+
+export interface SelfHealingOptions {
+  /** Agent name: `gen_ai.agent.name` and the `agent` label of every metric. */
+  agent: string;
+  /** Signal store; default an in-memory store (no server). */
+  store?: SignalStore;
+  /** Time source; default the system clock. Tests and the simulator pass a virtual one. */
+  clock?: Clock;
+  /** Default the global tracer provider (a no-op until an SDK is registered). */
+  tracerProvider?: TracerProvider;
+  /** Default the global meter provider. */
+  meterProvider?: MeterProvider;
+  health?: HealthOptions;
+  /** Put tool arguments (redacted, truncated) on spans. Off by default: they may hold user data. */
+  recordArguments?: boolean;
+  /** Put tool results (redacted, truncated) on spans. Off by default. */
+  recordResults?: boolean;
+  /** Longest error text written on a span, in characters (default 1024). */
+  maxErrorLength?: number;
+  /** Default `console`. */
+  logger?: Logger;
+}
+
+export type ToolKind = "tool" | "llm";
+
+export interface ToolOptions<A = unknown, R = unknown> {
+  /** Required: whether the tool only reads. Write tools are refused while health is critical. */
+  readOnly: boolean;
+  /** `llm` tools feed the empty-response signal. Default `tool`. */
+  kind?: ToolKind;
+  /** Abort the call after this many ms (the tool's signal is aborted, the call rejects). */
+  timeoutMs?: number;
+  /** Key that makes a write safe to repeat; reaches the tool on every attempt. */
+  idempotencyKey?: (args: A) => string | undefined;
+  /** For `llm` tools: whether a result counts as empty. Default: see `isEmptyResponse`. */
+  isEmpty?: (result: R) => boolean;
+  /** Provider behind the tool (`gen_ai.provider.name`), e.g. `openai`. */
+  provider?: string;
+  /** `gen_ai.tool.type`; default `function`. */
+  type?: string;
+}
+
+/** Options passed by the caller of a wrapped tool, per call. */
+export interface CallOptions {
+  /** Aborting it aborts the call. */
+  signal?: AbortSignal;
+  /** Overrides the tool's `idempotencyKey(args)`. */
+  idempotencyKey?: string;
+  /** The model's id for this tool call (`gen_ai.tool.call.id`). */
+  toolCallId?: string;
+  /** Overrides the tool's `timeoutMs` for this call. */
+  timeoutMs?: number;
+}
+
+export type ToolFunction<A, R> = (args: A, context: CallContext) => R | Promise<R>;
+
+/** Options after validation, with every default filled in. */
+export interface ResolvedOptions {
+  agent: string;
+  store: SignalStore;
+  ownsStore: boolean;
+  clock: Clock;
+  tracerProvider: TracerProvider | undefined;
+  meterProvider: MeterProvider | undefined;
+  thresholds: HealthThresholds;
+  toolThresholds: Record<string, ThresholdOverrides>;
+  cacheMs: number;
+  baselineTauMs: number;
+  recordArguments: boolean;
+  recordResults: boolean;
+  maxErrorLength: number;
+  logger: Logger;
+}
+
+// ---- validation ----------------------------------------------------------------------------
+
+type Plain = Record<string, unknown>;
+
+/** A bad value, briefly, for an error message. */
+function show(value: unknown): string {
+  return boundedJson(value, 80) ?? typeof value;
+}
+
+function isPlain(value: unknown): value is Plain {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function object(value: unknown, field: string): Plain {
+  if (!isPlain(value))
+    throw new SelfHealConfigError(field, `expected an object, got ${typeof value}`);
+  return value;
+}
+
+function knownKeys(value: Plain, allowed: readonly string[], field: string): void {
+  for (const key of Object.keys(value)) {
+    if (!allowed.includes(key)) {
+      throw new SelfHealConfigError(
+        field ? `${field}.${key}` : key,
+        `unknown option (known: ${allowed.join(", ")})`,
+      );
+    }
+  }
+}
+
+interface NumberRule {
+  min?: number;
+  max?: number;
+  integer?: boolean;
+  nullable?: boolean;
+}
+
+function number(value: unknown, field: string, rule: NumberRule = {}): void {
+  if (value === null && rule.nullable) return;
+  if (typeof value !== "number" || !Number.isFinite(value)) {
+    throw new SelfHealConfigError(
+      field,
+      `expected a finite number${rule.nullable ? " or null" : ""}, got ${String(value)}`,
+    );
+  }
+  if (rule.integer && !Number.isInteger(value))
+    throw new SelfHealConfigError(field, `expected an integer, got ${value}`);
+  if (rule.min !== undefined && value < rule.min)
+    throw new SelfHealConfigError(field, `must be >= ${rule.min}, got ${value}`);
+  if (rule.max !== undefined && value > rule.max)
+    throw new SelfHealConfigError(field, `must be <= ${rule.max}, got ${value}`);
+}
+
+function nonEmptyString(value: unknown, field: string): asserts value is string {
+  if (typeof value !== "string" || value.trim() === "") {
+    throw new SelfHealConfigError(
+      field,
+      `expected a non-empty string, got ${show(value)}`,
+    );
+  }
+}
+
+function optionalFunction(value: unknown, field: string): void {
+  if (value !== undefined && typeof value !== "function") {
+    throw new SelfHealConfigError(field, `expected a function, got ${typeof value}`);
+  }
+}
+
+function optionalBoolean(value: unknown, field: string): void {
+  if (value !== undefined && typeof value !== "boolean") {
+    throw new SelfHealConfigError(field, `expected true or false, got ${show(value)}`);
+  }
+}
+
+const SHARE = { min: 0, max: 1, nullable: true };
+const COUNT = { min: 0, integer: true };
+
+function validateThresholds(value: unknown, field: string): ThresholdOverrides {
+  const o = object(value, field);
+  const groups: Record<keyof HealthThresholds, Record<string, NumberRule>> = {
+    successRate: { warning: SHARE, critical: SHARE, minSamples: COUNT },
+    latency: {
+      warningFactor: { min: 1, nullable: true },
+      criticalFactor: { min: 1, nullable: true },
+      minSamples: COUNT,
+      baselineMs: { min: 0, nullable: true },
+    },
+    emptyResponses: { warning: SHARE, critical: SHARE, minSamples: COUNT },
+    taskCompletion: { warning: SHARE, critical: SHARE, minSamples: COUNT },
+  };
+  for (const [group, rules] of Object.entries(groups)) {
+    if (o[group] === undefined) continue;
+    const g = object(o[group], `${field}.${group}`);
+    knownKeys(g, Object.keys(rules), `${field}.${group}`);
+    for (const [key, rule] of Object.entries(rules)) {
+      if (g[key] !== undefined) number(g[key], `${field}.${group}.${key}`, rule);
+    }
+  }
+  return o;
+}
+
+const TOP_LEVEL = [
+  "agent",
+  "store",
+  "clock",
+  "tracerProvider",
+  "meterProvider",
+  "health",
+  "recordArguments",
+  "recordResults",
+  "maxErrorLength",
+  "logger",
+] as const satisfies readonly (keyof SelfHealingOptions)[];
+
+const HEALTH_KEYS = [
+  "successRate",
+  "latency",
+  "emptyResponses",
+  "taskCompletion",
+  "windows",
+  "cacheMs",
+  "baselineTauMs",
+  "tools",
+] as const satisfies readonly (keyof HealthOptions)[];
+
+/** Validates user options once, at construction; every message names the bad field. */
+export function resolveOptions(input: unknown): ResolvedOptions {
+  const o = object(input, "options");
+  knownKeys(o, TOP_LEVEL, "");
+  nonEmptyString(o.agent, "agent");
+  if (o.store !== undefined) {
+    const store = object(o.store, "store");
+    for (const method of ["recordCall", "recordTask", "read"]) {
+      if (typeof store[method] !== "function")
+        throw new SelfHealConfigError("store", `missing method ${method}()`);
+    }
+  }
+  if (o.clock !== undefined) {
+    const clock = object(o.clock, "clock");
+    for (const method of ["now", "sleep", "setTimer"]) {
+      if (typeof clock[method] !== "function")
+        throw new SelfHealConfigError("clock", `missing method ${method}()`);
+    }
+  }
+  optionalBoolean(o.recordArguments, "recordArguments");
+  optionalBoolean(o.recordResults, "recordResults");
+  if (o.maxErrorLength !== undefined)
+    number(o.maxErrorLength, "maxErrorLength", { min: 16, integer: true });
+  if (o.logger !== undefined && typeof object(o.logger, "logger").warn !== "function") {
+    throw new SelfHealConfigError("logger", "missing method warn()");
+  }
+
+  const health = o.health === undefined ? {} : object(o.health, "health");
+  knownKeys(health, HEALTH_KEYS, "health");
+  const overrides = validateThresholds(
+    Object.fromEntries(Object.entries(health).filter(([k]) => k in DEFAULT_THRESHOLDS)),
+    "health",
+  );
+  if (health.cacheMs !== undefined) number(health.cacheMs, "health.cacheMs", { min: 0 });
+  if (health.baselineTauMs !== undefined)
+    number(health.baselineTauMs, "health.baselineTauMs", { min: 1 });
+  const windows = health.windows === undefined ? {} : object(health.windows, "health.windows");
+  knownKeys(windows, Object.keys(DEFAULT_WINDOWS), "health.windows");
+  for (const key of ["callWindowMs", "taskWindowMs"]) {
+    if (windows[key] !== undefined) number(windows[key], `health.windows.${key}`, { min: 1_000 });
+  }
+  if (windows.buckets !== undefined)
+    number(windows.buckets, "health.windows.buckets", { min: 1, max: 3_600, integer: true });
+  if (windows.llmSampleSize !== undefined) {
+    number(windows.llmSampleSize, "health.windows.llmSampleSize", {
+      min: 1,
+      max: 100_000,
+      integer: true,
+    });
+  }
+  const tools = health.tools === undefined ? {} : object(health.tools, "health.tools");
+  const toolThresholds: Record<string, ThresholdOverrides> = {};
+  for (const [name, value] of Object.entries(tools)) {
+    toolThresholds[name] = validateThresholds(value, `health.tools.${name}`);
+  }
+  if (o.store !== undefined && health.windows !== undefined) {
+    throw new SelfHealConfigError(
+      "health.windows",
+      "set window sizes on the store you pass, not here",
+    );
+  }
+
+  const opts = o as unknown as SelfHealingOptions;
+  return {
+    agent: opts.agent,
+    store: opts.store ?? new MemorySignalStore(windows),
+    ownsStore: opts.store === undefined,
+    clock: opts.clock ?? systemClock,
+    tracerProvider: opts.tracerProvider,
+    meterProvider: opts.meterProvider,
+    thresholds: mergeThresholds(DEFAULT_THRESHOLDS, overrides),
+    toolThresholds,
+    cacheMs: (health.cacheMs as number | undefined) ?? DEFAULT_STATUS_CACHE_MS,
+    baselineTauMs: (health.baselineTauMs as number | undefined) ?? DEFAULT_BASELINE_TAU_MS,
+    recordArguments: opts.recordArguments ?? false,
+    recordResults: opts.recordResults ?? false,
+    maxErrorLength: opts.maxErrorLength ?? DEFAULT_MAX_TEXT_LENGTH,
+    logger: opts.logger ?? console,
+  };
+}
+
+const TOOL_KEYS = [
+  "readOnly",
+  "kind",
+  "timeoutMs",
+  "idempotencyKey",
+  "isEmpty",
+  "provider",
+  "type",
+] as const satisfies readonly (keyof ToolOptions)[];
+
+/** Validates the options of one tool; `readOnly` has no default on purpose. */
+export function validateToolOptions(name: unknown, input: unknown, fn: unknown): void {
+  nonEmptyString(name, "tool(name)");
+  const field = `tool("${name}").options`;
+  const o = object(input, field);
+  knownKeys(o, TOOL_KEYS, field);
+  if (typeof o.readOnly !== "boolean") {
+    throw new SelfHealConfigError(
+      `${field}.readOnly`,
+      "required: say whether the tool writes (readOnly: false) or only reads (readOnly: true); write tools are refused while health is critical",
+    );
+  }
+  if (o.kind !== undefined && o.kind !== "tool" && o.kind !== "llm") {
+    throw new SelfHealConfigError(
+      `${field}.kind`,
+      `expected "tool" or "llm", got ${show(o.kind)}`,
+    );
+  }
+  if (o.timeoutMs !== undefined) number(o.timeoutMs, `${field}.timeoutMs`, { min: 1 });
+  optionalFunction(o.idempotencyKey, `${field}.idempotencyKey`);
+  optionalFunction(o.isEmpty, `${field}.isEmpty`);
+  if (o.provider !== undefined) nonEmptyString(o.provider, `${field}.provider`);
+  if (o.type !== undefined) nonEmptyString(o.type, `${field}.type`);
+  if (typeof fn !== "function")
+    throw new SelfHealConfigError(`tool("${name}")`, "the last argument must be the tool function");
+}
+
+/** Validates per-call options of a wrapped tool. */
+export function validateCallOptions(tool: string, input: unknown): CallOptions {
+  if (input === undefined) return {};
+  const field = `${tool}(args, options)`;
+  const o = object(input, field);
+  knownKeys(o, ["signal", "idempotencyKey", "toolCallId", "timeoutMs"], field);
+  if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) {
+    throw new SelfHealConfigError(`${field}.signal`, "expected an AbortSignal");
+  }
+  if (o.idempotencyKey !== undefined) nonEmptyString(o.idempotencyKey, `${field}.idempotencyKey`);
+  if (o.toolCallId !== undefined) nonEmptyString(o.toolCallId, `${field}.toolCallId`);
+  if (o.timeoutMs !== undefined) number(o.timeoutMs, `${field}.timeoutMs`, { min: 1 });
+  return o;
+}

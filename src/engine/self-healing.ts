@@ -1,0 +1,159 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+import { trace } from "@opentelemetry/api";
+import { SelfHealClosedError, SelfHealConfigError } from "../errors.js";
+import { HealthEvaluator, type HealthReport } from "../health/evaluator.js";
+import { HealthSpanProcessor } from "../health/span-processor.js";
+import { mergeThresholds, type HealthThresholds } from "../health/thresholds.js";
+import { INSTRUMENTATION_SCOPE, type TaskOutcome } from "../telemetry/conventions.js";
+import { SelfHealMetrics } from "../telemetry/metrics.js";
+import { describeThrown, redact } from "../telemetry/redact.js";
+import type { CallMode } from "./call-context.js";
+import { Emitter, type Listener, type SelfHealEvents } from "./events.js";
+import { modeOf } from "./guard.js";
+import {
+  resolveOptions,
+  validateToolOptions,
+  type SelfHealingOptions,
+  type ToolFunction,
+  type ToolOptions,
+} from "./options.js";
+import { instrumentTool, type Engine, type TaskState, type WrappedTool } from "./tool.js";
+
+/** What a task function receives. */
+export interface TaskContext {
+  readonly id: string;
+  /** `read-only` when the agent was critical as the task started: plan without writes. */
+  readonly mode: CallMode;
+  /** Health as the task started. */
+  readonly health: HealthReport;
+}
+
+/** A selfheal instance: wraps tools, runs tasks, reports health. */
+export interface SelfHealing {
+  /** Wraps a tool: each call becomes an `agent.tool_call` span and a health signal. */
+  tool<A, R>(name: string, options: ToolOptions<A, R>, fn: ToolFunction<A, R>): WrappedTool<A, R>;
+  /** Runs one agent task; its outcome feeds the task completion signal. */
+  task<T>(id: string, fn: (task: TaskContext) => T | Promise<T>): Promise<T>;
+  /** Current health (cached for `health.cacheMs`). */
+  status(): Promise<HealthReport>;
+  /** Subscribes to an event; returns a function that unsubscribes. */
+  on<K extends keyof SelfHealEvents>(event: K, listener: Listener<SelfHealEvents[K]>): () => void;
+  /**
+   * An OpenTelemetry SpanProcessor that feeds this instance's health from other
+   * instrumentations' GenAI spans (`execute_tool`, chat). Add it to your tracer provider.
+   */
+  spanProcessor(): HealthSpanProcessor;
+  /** Stops accepting calls and releases what the instance owns. Safe to call twice. */
+  close(): Promise<void>;
+}
+
+/**
+ * Creates a selfheal instance for one agent. Options are validated here, once: a bad one throws
+ * `SelfHealConfigError` naming the field.
+ */
+export function createSelfHealing(options: SelfHealingOptions): SelfHealing {
+  const resolved = resolveOptions(options);
+  const { agent, clock, store, logger } = resolved;
+  const events = new Emitter<SelfHealEvents>(logger);
+  const thresholdCache = new Map<string | undefined, HealthThresholds>();
+  const thresholdsOf = (tool: string | undefined): HealthThresholds => {
+    let t = thresholdCache.get(tool);
+    if (!t) {
+      t = mergeThresholds(
+        resolved.thresholds,
+        tool === undefined ? undefined : resolved.toolThresholds[tool],
+      );
+      thresholdCache.set(tool, t);
+    }
+    return t;
+  };
+  const health = new HealthEvaluator({
+    agent,
+    store,
+    clock,
+    cacheMs: resolved.cacheMs,
+    baselineTauMs: resolved.baselineTauMs,
+    thresholds: thresholdsOf,
+    onChange: (event) => {
+      events.emit("status-change", event);
+    },
+    onStoreError: (error) => {
+      logger.warn(
+        `selfheal: signal store read failed, keeping last status: ${redact(describeThrown(error))}`,
+      );
+    },
+  });
+  let closed: Promise<void> | undefined;
+  const engine: Engine = {
+    options: resolved,
+    tracer: (resolved.tracerProvider ?? trace.getTracerProvider()).getTracer(INSTRUMENTATION_SCOPE),
+    metrics: new SelfHealMetrics(agent, resolved.meterProvider, () => health.last?.status),
+    health,
+    events,
+    tasks: new AsyncLocalStorage<TaskState>(),
+    closed: () => closed !== undefined,
+  };
+
+  const recordTask = (outcome: TaskOutcome) => {
+    try {
+      store.recordTask({ agent, outcome }, clock.now());
+    } catch (error) {
+      logger.warn(
+        `selfheal: signal store failed to record a task: ${redact(describeThrown(error))}`,
+      );
+    }
+    engine.metrics.task(outcome);
+  };
+
+  return {
+    tool(name, toolOptions, fn) {
+      if (closed) throw new SelfHealClosedError(`tool("${name}") was registered`);
+      validateToolOptions(name, toolOptions, fn);
+      return instrumentTool(engine, name, toolOptions, fn);
+    },
+
+    async task(id, fn) {
+      if (closed) throw new SelfHealClosedError(`task("${id}") was started`);
+      if (typeof id !== "string" || id === "")
+        throw new SelfHealConfigError("task(id)", "expected a non-empty string");
+      if (typeof fn !== "function")
+        throw new SelfHealConfigError(
+          `task("${id}")`,
+          "the last argument must be the task function",
+        );
+      const report = await health.current();
+      const state: TaskState = { id, mode: modeOf(report) };
+      try {
+        const result = await engine.tasks.run(state, fn, { id, mode: state.mode, health: report });
+        recordTask("completed");
+        return result;
+      } catch (error) {
+        recordTask("failed");
+        throw error;
+      }
+    },
+
+    async status() {
+      if (closed) throw new SelfHealClosedError("status() was called");
+      return health.current();
+    },
+
+    on(event, listener) {
+      if (typeof listener !== "function")
+        throw new SelfHealConfigError(`on("${event}")`, "expected a listener function");
+      return events.on(event, listener);
+    },
+
+    spanProcessor() {
+      return new HealthSpanProcessor({ store, clock, defaultAgent: agent, logger });
+    },
+
+    close() {
+      closed ??= (async () => {
+        events.clear();
+        if (resolved.ownsStore) await store.close?.();
+      })();
+      return closed;
+    },
+  };
+}

@@ -1,0 +1,259 @@
+import type { Clock } from "../clock.js";
+import { HEALTH_STATUSES, type HealthStatus } from "../telemetry/conventions.js";
+import type { AgentSignals, ScopeSignals, SignalStore } from "./store.js";
+import type { HealthThresholds } from "./thresholds.js";
+import { histogramQuantile } from "./window.js";
+
+export type SignalName = "success_rate" | "latency_p95" | "empty_response_rate" | "task_completion";
+
+/** One signal of one scope. */
+export interface SignalReading {
+  signal: SignalName;
+  status: HealthStatus;
+  /** A share from 0 to 1, or ms for latency; null when there are fewer samples than required. */
+  value: number | null;
+  samples: number;
+  /** Latency only: the baseline in ms the P95 is compared with (null until learned). */
+  baselineMs?: number | null;
+}
+
+/** Health of one scope: the worst of its signals. */
+export interface ScopeHealth {
+  status: HealthStatus;
+  signals: SignalReading[];
+}
+
+/** Health of an agent (its own signals) and of each of its tools. */
+export interface HealthReport extends ScopeHealth {
+  agent: string;
+  /** When it was computed (clock ms). */
+  at: number;
+  tools: Record<string, ScopeHealth>;
+  /** True when the signal store could not be read and this is the last known report. */
+  stale?: boolean;
+}
+
+/** A scope changed status: the agent as a whole (`tool` undefined) or one tool. */
+export interface StatusChangeEvent {
+  agent: string;
+  tool: string | undefined;
+  from: HealthStatus;
+  to: HealthStatus;
+  at: number;
+  signals: SignalReading[];
+}
+
+export interface HealthEvaluatorOptions {
+  agent: string;
+  store: SignalStore;
+  clock: Clock;
+  cacheMs: number;
+  baselineTauMs: number;
+  /** Thresholds of the agent scope, and of one tool. */
+  thresholds(tool: string | undefined): HealthThresholds;
+  onChange(event: StatusChangeEvent): void;
+  onStoreError(error: unknown): void;
+}
+
+/** Key of a scope in the evaluator's maps (tool names are user text, so they get a prefix). */
+const scopeKey = (tool: string | undefined) => (tool === undefined ? "agent" : `tool:${tool}`);
+
+const severity = (s: HealthStatus) => HEALTH_STATUSES.indexOf(s);
+const worst = (a: HealthStatus, b: HealthStatus) => (severity(b) > severity(a) ? b : a);
+
+/** Status of a share where lower is worse (success rate, task completion). */
+function lowIsBad(value: number, warning: number | null, critical: number | null): HealthStatus {
+  if (critical !== null && value < critical) return "critical";
+  if (warning !== null && value < warning) return "warning";
+  return "healthy";
+}
+
+/** Status of a value where higher is worse (empty share, latency factor). */
+function highIsBad(value: number, warning: number | null, critical: number | null): HealthStatus {
+  if (critical !== null && value > critical) return "critical";
+  if (warning !== null && value > warning) return "warning";
+  return "healthy";
+}
+
+function share(
+  signal: SignalName,
+  good: number,
+  bad: number,
+  minSamples: number,
+  judge: (value: number) => HealthStatus,
+  ofBad = false,
+): SignalReading {
+  const samples = good + bad;
+  if (samples === 0 || samples < minSamples) {
+    return { signal, status: "healthy", value: null, samples };
+  }
+  const value = (ofBad ? bad : good) / samples;
+  return { signal, status: judge(value), value, samples };
+}
+
+/**
+ * Turns raw signals into `healthy | warning | critical`, per agent and per tool. The result is
+ * cached for `cacheMs`; every evaluation compares with the previous one and reports transitions.
+ */
+export class HealthEvaluator {
+  private cached: HealthReport | undefined;
+  private pending: Promise<HealthReport> | undefined;
+  private readonly previous = new Map<string, HealthStatus>();
+  private readonly baselines = new Map<string, { ms: number; at: number }>();
+
+  constructor(private readonly options: HealthEvaluatorOptions) {}
+
+  /** The cached report when fresh; otherwise a new one (synchronous for in-process stores). */
+  current(): HealthReport | Promise<HealthReport> {
+    const now = this.options.clock.now();
+    if (this.cached && now - this.cached.at < this.options.cacheMs) return this.cached;
+    return this.refresh(now);
+  }
+
+  /** The last report computed, without evaluating. */
+  get last(): HealthReport | undefined {
+    return this.cached;
+  }
+
+  /** Forgets the cache so the next read evaluates. */
+  invalidate(): void {
+    this.cached = undefined;
+  }
+
+  private refresh(now: number): HealthReport | Promise<HealthReport> {
+    if (this.pending) return this.pending;
+    let read: AgentSignals | Promise<AgentSignals>;
+    try {
+      read = this.options.store.read(this.options.agent, now);
+    } catch (error) {
+      return this.fallback(error, now);
+    }
+    if (!(read instanceof Promise)) return this.evaluate(read, now);
+    this.pending = read.then(
+      (signals) => this.evaluate(signals, now),
+      (error: unknown) => this.fallback(error, now),
+    );
+    return this.pending.finally(() => {
+      this.pending = undefined;
+    });
+  }
+
+  private fallback(error: unknown, now: number): HealthReport {
+    this.options.onStoreError(error);
+    // Keep the last known status rather than guess; retry after one cache period.
+    const base = this.cached ?? {
+      agent: this.options.agent,
+      status: "healthy",
+      signals: [],
+      tools: {},
+    };
+    this.cached = { ...base, at: now, stale: true };
+    return this.cached;
+  }
+
+  private evaluate(signals: AgentSignals, now: number): HealthReport {
+    const agent = this.scope(undefined, signals.agent, this.options.thresholds(undefined), now);
+    const tools: Record<string, ScopeHealth> = {};
+    for (const [name, toolSignals] of signals.tools) {
+      tools[name] = this.scope(name, toolSignals, this.options.thresholds(name), now);
+    }
+    const report: HealthReport = { agent: this.options.agent, at: now, ...agent, tools };
+    this.cached = report;
+    this.emitChanges(report, now);
+    return report;
+  }
+
+  private scope(
+    tool: string | undefined,
+    s: ScopeSignals,
+    t: HealthThresholds,
+    now: number,
+  ): ScopeHealth {
+    const key = scopeKey(tool);
+    const readings: SignalReading[] = [
+      share("success_rate", s.calls.ok, s.calls.failed, t.successRate.minSamples, (v) =>
+        lowIsBad(v, t.successRate.warning, t.successRate.critical),
+      ),
+      this.latency(key, s, t, now),
+      share(
+        "empty_response_rate",
+        s.llm.total - s.llm.empty,
+        s.llm.empty,
+        t.emptyResponses.minSamples,
+        (v) => highIsBad(v, t.emptyResponses.warning, t.emptyResponses.critical),
+        true,
+      ),
+    ];
+    if (tool === undefined) {
+      readings.push(
+        share(
+          "task_completion",
+          s.tasks.completed,
+          s.tasks.failed,
+          t.taskCompletion.minSamples,
+          (v) => lowIsBad(v, t.taskCompletion.warning, t.taskCompletion.critical),
+        ),
+      );
+    }
+    return {
+      status: readings.reduce<HealthStatus>((w, r) => worst(w, r.status), "healthy"),
+      signals: readings,
+    };
+  }
+
+  /**
+   * P95 against a baseline. The baseline is learned as a time-weighted moving average of the
+   * P95, fed only while latency looks normal, so an incident does not teach it that slow is fine.
+   */
+  private latency(key: string, s: ScopeSignals, t: HealthThresholds, now: number): SignalReading {
+    const samples = s.calls.ok + s.calls.failed;
+    const p95 = histogramQuantile(s.calls.latency, 0.95);
+    if (p95 === undefined || samples < t.latency.minSamples) {
+      return {
+        signal: "latency_p95",
+        status: "healthy",
+        value: null,
+        samples,
+        baselineMs: this.baselineOf(key, t),
+      };
+    }
+    const learned = this.baselines.get(key);
+    const baseline = t.latency.baselineMs ?? learned?.ms ?? null;
+    const status = baseline
+      ? highIsBad(p95 / baseline, t.latency.warningFactor, t.latency.criticalFactor)
+      : "healthy";
+    if (t.latency.baselineMs === null && status === "healthy") {
+      const ms = learned
+        ? learned.ms +
+          (p95 - learned.ms) * (1 - Math.exp(-(now - learned.at) / this.options.baselineTauMs))
+        : p95;
+      this.baselines.set(key, { ms, at: now });
+    }
+    return { signal: "latency_p95", status, value: p95, samples, baselineMs: baseline };
+  }
+
+  private baselineOf(key: string, t: HealthThresholds): number | null {
+    return t.latency.baselineMs ?? this.baselines.get(key)?.ms ?? null;
+  }
+
+  private emitChanges(report: HealthReport, at: number): void {
+    const scopes: [string | undefined, ScopeHealth][] = [
+      [undefined, report],
+      ...Object.entries(report.tools),
+    ];
+    for (const [tool, health] of scopes) {
+      const key = scopeKey(tool);
+      const from = this.previous.get(key) ?? "healthy";
+      if (from === health.status) continue;
+      this.previous.set(key, health.status);
+      this.options.onChange({
+        agent: report.agent,
+        tool,
+        from,
+        to: health.status,
+        at,
+        signals: health.signals,
+      });
+    }
+  }
+}

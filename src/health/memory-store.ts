@@ -1,0 +1,121 @@
+import {
+  DEFAULT_WINDOWS,
+  type AgentSignals,
+  type CallRecord,
+  type ScopeSignals,
+  type SignalStore,
+  type SignalWindows,
+  type TaskRecord,
+} from "./store.js";
+import { addTotals, emptyTotals, OutcomeRing, RollingWindow } from "./window.js";
+
+/** Tools tracked per agent before further names share one slot, so hostile names cannot grow memory. */
+export const MAX_TOOLS_PER_AGENT = 1_000;
+/** Name under which calls of tools past the limit are counted. */
+export const OVERFLOW_TOOL = "_other";
+
+interface ToolState {
+  calls: RollingWindow;
+  llm: OutcomeRing;
+}
+
+interface AgentState {
+  tools: Map<string, ToolState>;
+  llm: OutcomeRing;
+  tasks: RollingWindow;
+}
+
+/** The in-process signal store: constant memory per tool, no server. */
+export class MemorySignalStore implements SignalStore {
+  readonly windows: SignalWindows;
+  private readonly agents = new Map<string, AgentState>();
+
+  constructor(windows: Partial<SignalWindows> = {}) {
+    this.windows = { ...DEFAULT_WINDOWS, ...windows };
+  }
+
+  recordCall(record: CallRecord, now: number): void {
+    if (record.outcome === "blocked") return;
+    const agent = this.agent(record.agent);
+    const tool = this.tool(agent, record.tool);
+    tool.calls.add(now, record.outcome !== "error", record.durationMs);
+    if (record.empty !== undefined) {
+      tool.llm.add(record.empty);
+      agent.llm.add(record.empty);
+    }
+  }
+
+  recordTask(record: TaskRecord, now: number): void {
+    this.agent(record.agent).tasks.add(now, record.outcome === "completed");
+  }
+
+  read(agentName: string, now: number): AgentSignals {
+    const agent = this.agent(agentName);
+    const total = emptyTotals();
+    const tools = new Map<string, ScopeSignals>();
+    for (const [name, tool] of agent.tools) {
+      const calls = tool.calls.totals(now);
+      addTotals(total, calls);
+      const llm = tool.llm.counts();
+      tools.set(name, {
+        calls,
+        llm: { total: llm.total, empty: llm.hits },
+        tasks: { completed: 0, failed: 0 },
+      });
+    }
+    const llm = agent.llm.counts();
+    const tasks = agent.tasks.totals(now);
+    return {
+      agent: {
+        calls: total,
+        llm: { total: llm.total, empty: llm.hits },
+        tasks: { completed: tasks.ok, failed: tasks.failed },
+      },
+      tools,
+    };
+  }
+
+  /** Numbers held for `agent`: constant whatever the number of calls (a test checks it). */
+  footprint(agentName: string): number {
+    const agent = this.agents.get(agentName);
+    if (!agent) return 0;
+    let n = agent.tasks.footprint + agent.llm.size;
+    for (const tool of agent.tools.values()) n += tool.calls.footprint + tool.llm.size;
+    return n;
+  }
+
+  private agent(name: string): AgentState {
+    let state = this.agents.get(name);
+    if (!state) {
+      state = {
+        tools: new Map(),
+        llm: new OutcomeRing(this.windows.llmSampleSize),
+        tasks: new RollingWindow({
+          windowMs: this.windows.taskWindowMs,
+          buckets: this.windows.buckets,
+          latency: false,
+        }),
+      };
+      this.agents.set(name, state);
+    }
+    return state;
+  }
+
+  private tool(agent: AgentState, name: string): ToolState {
+    let state = agent.tools.get(name);
+    if (state) return state;
+    if (agent.tools.size >= MAX_TOOLS_PER_AGENT && name !== OVERFLOW_TOOL) {
+      return this.tool(agent, OVERFLOW_TOOL);
+    }
+    state = {
+      calls: new RollingWindow({
+        windowMs: this.windows.callWindowMs,
+        buckets: this.windows.buckets,
+        latency: true,
+      }),
+      llm: new OutcomeRing(this.windows.llmSampleSize),
+    };
+    agent.tools.set(name, state);
+    return state;
+  }
+}

@@ -1,0 +1,120 @@
+/**
+ * The telemetry contract: every span name, attribute key, metric name and metric label that
+ * selfheal emits. Dashboards and alert rules depend on these exact strings, so they are spelled
+ * here and nowhere else.
+ *
+ * GenAI keys follow the OpenTelemetry GenAI semantic conventions (development status). They are
+ * kept as our own constants because the npm `semantic-conventions` incubating constants are
+ * deprecated and may be renamed.
+ * @see https://opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-spans/
+ */
+
+/** Instrumentation scope name for the tracer and the meter. */
+export const INSTRUMENTATION_SCOPE = "selfheal";
+
+// ---- Span names ----------------------------------------------------------------------------
+export const SPAN_TOOL_CALL = "agent.tool_call";
+export const SPAN_TOOL_CALL_ERROR = "agent.tool_call.error";
+export const SPAN_DIAGNOSIS = "agent.diagnosis";
+export const SPAN_RECOVERY = "agent.recovery";
+
+// ---- Standard attributes (GenAI conventions and stable `error.type`) ----------------------
+export const ATTR_GEN_AI_OPERATION_NAME = "gen_ai.operation.name";
+export const ATTR_GEN_AI_TOOL_NAME = "gen_ai.tool.name";
+export const ATTR_GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id";
+export const ATTR_GEN_AI_TOOL_TYPE = "gen_ai.tool.type";
+export const ATTR_GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments";
+export const ATTR_GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result";
+export const ATTR_GEN_AI_PROVIDER_NAME = "gen_ai.provider.name";
+export const ATTR_GEN_AI_AGENT_NAME = "gen_ai.agent.name";
+export const ATTR_GEN_AI_USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens";
+export const ATTR_GEN_AI_USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens";
+export const ATTR_ERROR_TYPE = "error.type";
+/** The standard exception event and its attributes. */
+export const EVENT_EXCEPTION = "exception";
+export const ATTR_EXCEPTION_TYPE = "exception.type";
+export const ATTR_EXCEPTION_MESSAGE = "exception.message";
+export const ATTR_EXCEPTION_STACKTRACE = "exception.stacktrace";
+
+/** `gen_ai.operation.name` value for a tool invocation. */
+export const GEN_AI_OPERATION_EXECUTE_TOOL = "execute_tool";
+/** `gen_ai.operation.name` values of model calls (used to read foreign LLM spans). */
+export const GEN_AI_LLM_OPERATIONS: readonly string[] = [
+  "chat",
+  "text_completion",
+  "generate_content",
+];
+/** `error.type` value when the thrown value has no class name worth reporting. */
+export const ERROR_TYPE_OTHER = "_OTHER";
+
+// ---- selfheal attributes -------------------------------------------------------------------
+export const ATTR_TOOL_READ_ONLY = "selfheal.tool.read_only";
+export const ATTR_TOOL_KIND = "selfheal.tool.kind";
+export const ATTR_CALL_OUTCOME = "selfheal.call.outcome";
+export const ATTR_CALL_MODE = "selfheal.call.mode";
+export const ATTR_CALL_TIMEOUT_MS = "selfheal.call.timeout_ms";
+export const ATTR_RESPONSE_EMPTY = "selfheal.response.empty";
+export const ATTR_TASK_ID = "selfheal.task.id";
+export const ATTR_HEALTH_STATUS = "selfheal.health.status";
+export const ATTR_ERROR_MESSAGE = "selfheal.error.message";
+export const ATTR_DIAGNOSIS_PATTERN = "selfheal.diagnosis.pattern";
+export const ATTR_DIAGNOSIS_CONFIDENCE = "selfheal.diagnosis.confidence";
+export const ATTR_DIAGNOSIS_RULE = "selfheal.diagnosis.rule";
+export const ATTR_RECOVERY_STRATEGY = "selfheal.recovery.strategy";
+export const ATTR_RECOVERY_ATTEMPT = "selfheal.recovery.attempt";
+export const ATTR_RECOVERY_WAIT_MS = "selfheal.recovery.wait_ms";
+export const ATTR_RECOVERY_OUTCOME = "selfheal.recovery.outcome";
+export const ATTR_RECOVERY_COST_USD = "selfheal.recovery.cost_usd";
+export const ATTR_IDEMPOTENCY_KEY = "selfheal.idempotency_key";
+
+/** Values of `selfheal.call.outcome`. */
+export const CALL_OUTCOMES = ["success", "error", "blocked", "recovered"] as const;
+export type CallOutcome = (typeof CALL_OUTCOMES)[number];
+
+/** Values of the `outcome` label of `selfheal_tasks`. */
+export const TASK_OUTCOMES = ["completed", "failed"] as const;
+export type TaskOutcome = (typeof TASK_OUTCOMES)[number];
+
+/** Health states, in order of severity; the index is the `selfheal_health_status` gauge value. */
+export const HEALTH_STATUSES = ["healthy", "warning", "critical"] as const;
+export type HealthStatus = (typeof HEALTH_STATUSES)[number];
+
+// ---- Metrics -------------------------------------------------------------------------------
+// Counters carry no `_total` (every export path adds it); histograms carry their unit in the name.
+export const METRIC_TOOL_CALLS = "selfheal_tool_calls";
+export const METRIC_TOOL_CALL_DURATION = "selfheal_tool_call_duration_seconds";
+export const METRIC_LLM_RESPONSES = "selfheal_llm_responses";
+export const METRIC_TASKS = "selfheal_tasks";
+export const METRIC_INCIDENTS = "selfheal_incidents";
+export const METRIC_DIAGNOSES = "selfheal_diagnoses";
+export const METRIC_RECOVERIES = "selfheal_recoveries";
+export const METRIC_RECOVERY_DURATION = "selfheal_recovery_duration_seconds";
+export const METRIC_RECOVERY_COST = "selfheal_recovery_cost_usd";
+export const METRIC_WASTED_RETRIES = "selfheal_wasted_retries";
+export const METRIC_FAILOVER_COST_DIFFERENTIAL = "selfheal_failover_cost_differential_usd";
+export const METRIC_ESCALATIONS = "selfheal_escalations";
+export const METRIC_HEALTH_STATUS = "selfheal_health_status";
+export const METRIC_CIRCUIT_STATE = "selfheal_circuit_state";
+export const METRIC_WATCHDOG_VERDICTS = "selfheal_watchdog_verdicts";
+export const METRIC_WATCHDOG_RECOVERIES = "selfheal_watchdog_recoveries";
+
+// Metric labels (Prometheus label names).
+export const LABEL_AGENT = "agent";
+export const LABEL_TOOL = "tool";
+export const LABEL_OUTCOME = "outcome";
+export const LABEL_PROVIDER = "provider";
+export const LABEL_EMPTY = "empty";
+export const LABEL_PATTERN = "pattern";
+export const LABEL_STRATEGY = "strategy";
+export const LABEL_FROM = "from";
+export const LABEL_TO = "to";
+export const LABEL_CHANNEL = "channel";
+export const LABEL_SUPPRESSED = "suppressed";
+export const LABEL_DEPENDENCY = "dependency";
+export const LABEL_STATE = "state";
+export const LABEL_TIER = "tier";
+
+/** Histogram buckets in seconds for call and recovery durations (10 ms to 10 min). */
+export const DURATION_BUCKETS_SECONDS: readonly number[] = [
+  0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600,
+];

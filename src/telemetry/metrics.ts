@@ -1,0 +1,114 @@
+import type { Attributes, Counter, Histogram, MeterProvider } from "@opentelemetry/api";
+import { metrics } from "@opentelemetry/api";
+import {
+  CALL_OUTCOMES,
+  DURATION_BUCKETS_SECONDS,
+  HEALTH_STATUSES,
+  INSTRUMENTATION_SCOPE,
+  LABEL_AGENT,
+  LABEL_EMPTY,
+  LABEL_OUTCOME,
+  LABEL_PROVIDER,
+  LABEL_TOOL,
+  METRIC_HEALTH_STATUS,
+  METRIC_LLM_RESPONSES,
+  METRIC_TASKS,
+  METRIC_TOOL_CALL_DURATION,
+  METRIC_TOOL_CALLS,
+  TASK_OUTCOMES,
+  type CallOutcome,
+  type HealthStatus,
+  type TaskOutcome,
+} from "./conventions.js";
+
+/** Label sets of one tool, built once at registration so a call allocates none. */
+export interface ToolMetricLabels {
+  outcome: Record<CallOutcome, Attributes>;
+  duration: Attributes;
+  /** Present for LLM tools: labels for empty=true / empty=false. */
+  llm?: { empty: Attributes; nonEmpty: Attributes };
+}
+
+/**
+ * The foundation's instruments. Without a registered MeterProvider every call is a no-op.
+ * Each label value an alert divides by is initialised to 0 when its series is first known.
+ */
+export class SelfHealMetrics {
+  private readonly toolCalls: Counter;
+  private readonly duration: Histogram;
+  private readonly llmResponses: Counter;
+  private readonly tasks: Counter;
+  private readonly taskLabels: Record<TaskOutcome, Attributes>;
+
+  constructor(
+    private readonly agent: string,
+    meterProvider: MeterProvider | undefined,
+    healthStatus: () => HealthStatus | undefined,
+  ) {
+    const meter = (meterProvider ?? metrics.getMeterProvider()).getMeter(INSTRUMENTATION_SCOPE);
+    this.toolCalls = meter.createCounter(METRIC_TOOL_CALLS, {
+      description: "Tool calls by outcome (success, error, blocked, recovered).",
+    });
+    this.duration = meter.createHistogram(METRIC_TOOL_CALL_DURATION, {
+      description: "Duration of tool calls.",
+      unit: "s",
+      advice: { explicitBucketBoundaries: [...DURATION_BUCKETS_SECONDS] },
+    });
+    this.llmResponses = meter.createCounter(METRIC_LLM_RESPONSES, {
+      description: "LLM responses, by whether they were empty.",
+    });
+    this.tasks = meter.createCounter(METRIC_TASKS, {
+      description: "Agent tasks by outcome (completed, failed).",
+    });
+    meter
+      .createObservableGauge(METRIC_HEALTH_STATUS, {
+        description: "Agent health: 0 healthy, 1 warning, 2 critical.",
+      })
+      .addCallback((result) => {
+        const status = healthStatus();
+        if (status) result.observe(HEALTH_STATUSES.indexOf(status), { [LABEL_AGENT]: agent });
+      });
+    this.taskLabels = {
+      completed: { [LABEL_AGENT]: agent, [LABEL_OUTCOME]: "completed" },
+      failed: { [LABEL_AGENT]: agent, [LABEL_OUTCOME]: "failed" },
+    };
+    for (const outcome of TASK_OUTCOMES) this.tasks.add(0, this.taskLabels[outcome]);
+  }
+
+  /** Builds the label sets of a tool and starts its series at 0. */
+  registerTool(tool: string, llmProvider: string | undefined): ToolMetricLabels {
+    const base = { [LABEL_AGENT]: this.agent, [LABEL_TOOL]: tool };
+    const outcome = {} as Record<CallOutcome, Attributes>;
+    for (const o of CALL_OUTCOMES) outcome[o] = { ...base, [LABEL_OUTCOME]: o };
+    for (const o of CALL_OUTCOMES) this.toolCalls.add(0, outcome[o]);
+    const labels: ToolMetricLabels = { outcome, duration: base };
+    if (llmProvider !== undefined) {
+      const llm = { [LABEL_AGENT]: this.agent, [LABEL_PROVIDER]: llmProvider };
+      labels.llm = {
+        empty: { ...llm, [LABEL_EMPTY]: "true" },
+        nonEmpty: { ...llm, [LABEL_EMPTY]: "false" },
+      };
+      this.llmResponses.add(0, labels.llm.empty);
+      this.llmResponses.add(0, labels.llm.nonEmpty);
+    }
+    return labels;
+  }
+
+  toolCall(
+    labels: ToolMetricLabels,
+    outcome: CallOutcome,
+    durationMs: number,
+    empty?: boolean,
+  ): void {
+    this.toolCalls.add(1, labels.outcome[outcome]);
+    if (outcome === "blocked") return;
+    this.duration.record(durationMs / 1000, labels.duration);
+    if (empty !== undefined && labels.llm) {
+      this.llmResponses.add(1, empty ? labels.llm.empty : labels.llm.nonEmpty);
+    }
+  }
+
+  task(outcome: TaskOutcome): void {
+    this.tasks.add(1, this.taskLabels[outcome]);
+  }
+}
