@@ -158,10 +158,7 @@ function number(value: unknown, field: string, rule: NumberRule = {}): void {
 
 function nonEmptyString(value: unknown, field: string): asserts value is string {
   if (typeof value !== "string" || value.trim() === "") {
-    throw new SelfHealConfigError(
-      field,
-      `expected a non-empty string, got ${show(value)}`,
-    );
+    throw new SelfHealConfigError(field, `expected a non-empty string, got ${show(value)}`);
   }
 }
 
@@ -266,8 +263,17 @@ export function resolveOptions(input: unknown): ResolvedOptions {
     number(health.baselineTauMs, "health.baselineTauMs", { min: 1 });
   const windows = health.windows === undefined ? {} : object(health.windows, "health.windows");
   knownKeys(windows, Object.keys(DEFAULT_WINDOWS), "health.windows");
-  for (const key of ["callWindowMs", "taskWindowMs"]) {
+  for (const key of ["callWindowMs", "taskWindowMs", "recentWindowMs"]) {
     if (windows[key] !== undefined) number(windows[key], `health.windows.${key}`, { min: 1_000 });
+  }
+  const callWindowMs = (windows.callWindowMs as number | undefined) ?? DEFAULT_WINDOWS.callWindowMs;
+  const recentWindowMs =
+    (windows.recentWindowMs as number | undefined) ?? DEFAULT_WINDOWS.recentWindowMs;
+  if (recentWindowMs > callWindowMs) {
+    throw new SelfHealConfigError(
+      "health.windows.recentWindowMs",
+      `must not exceed callWindowMs (${callWindowMs}), got ${recentWindowMs}`,
+    );
   }
   if (windows.buckets !== undefined)
     number(windows.buckets, "health.windows.buckets", { min: 1, max: 3_600, integer: true });
@@ -332,10 +338,7 @@ export function validateToolOptions(name: unknown, input: unknown, fn: unknown):
     );
   }
   if (o.kind !== undefined && o.kind !== "tool" && o.kind !== "llm") {
-    throw new SelfHealConfigError(
-      `${field}.kind`,
-      `expected "tool" or "llm", got ${show(o.kind)}`,
-    );
+    throw new SelfHealConfigError(`${field}.kind`, `expected "tool" or "llm", got ${show(o.kind)}`);
   }
   if (o.timeoutMs !== undefined) number(o.timeoutMs, `${field}.timeoutMs`, { min: 1 });
   optionalFunction(o.idempotencyKey, `${field}.idempotencyKey`);

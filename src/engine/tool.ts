@@ -149,7 +149,7 @@ export function instrumentTool<A, R>(
   const { agent, clock, store, maxErrorLength } = options;
   const readOnly = toolOptions.readOnly;
   const isLlm = toolOptions.kind === "llm";
-  const isEmpty = toolOptions.isEmpty ?? (isEmptyResponse);
+  const isEmpty = toolOptions.isEmpty ?? isEmptyResponse;
   const labels = engine.metrics.registerTool(
     name,
     isLlm ? (toolOptions.provider ?? "unknown") : undefined,

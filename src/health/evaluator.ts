@@ -15,6 +15,11 @@ export interface SignalReading {
   samples: number;
   /** Latency only: the baseline in ms the P95 is compared with (null until learned). */
   baselineMs?: number | null;
+  /**
+   * Success rate only: the rate over the recent part of the window, when it decided the status
+   * (the dependency is back, so the signal recovers without waiting for the window to clear).
+   */
+  recent?: number;
 }
 
 /** Health of one scope: the worst of its signals. */
@@ -89,6 +94,21 @@ function share(
   }
   const value = (ofBad ? bad : good) / samples;
   return { signal, status: judge(value), value, samples };
+}
+
+/**
+ * Success rate over the call window; a degraded rate counts as recovered once the recent part
+ * of the window alone has enough calls at a healthy rate, so read-only mode lifts about a minute
+ * after a dependency comes back rather than after the whole 10 min window has cleared.
+ */
+function successRate(s: ScopeSignals, t: HealthThresholds): SignalReading {
+  const { warning, critical, minSamples } = t.successRate;
+  const judge = (v: number) => lowIsBad(v, warning, critical);
+  const whole = share("success_rate", s.calls.ok, s.calls.failed, minSamples, judge);
+  if (whole.status === "healthy") return whole;
+  const recent = share("success_rate", s.recent.ok, s.recent.failed, minSamples, judge);
+  if (recent.value === null || recent.status !== "healthy") return whole;
+  return { ...whole, status: "healthy", recent: recent.value };
 }
 
 /**
@@ -171,9 +191,7 @@ export class HealthEvaluator {
   ): ScopeHealth {
     const key = scopeKey(tool);
     const readings: SignalReading[] = [
-      share("success_rate", s.calls.ok, s.calls.failed, t.successRate.minSamples, (v) =>
-        lowIsBad(v, t.successRate.warning, t.successRate.critical),
-      ),
+      successRate(s, t),
       this.latency(key, s, t, now),
       share(
         "empty_response_rate",

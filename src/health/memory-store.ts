@@ -52,13 +52,18 @@ export class MemorySignalStore implements SignalStore {
   read(agentName: string, now: number): AgentSignals {
     const agent = this.agent(agentName);
     const total = emptyTotals();
+    const recentTotal = { ok: 0, failed: 0 };
     const tools = new Map<string, ScopeSignals>();
     for (const [name, tool] of agent.tools) {
       const calls = tool.calls.totals(now);
       addTotals(total, calls);
       const llm = tool.llm.counts();
+      const recent = tool.calls.totals(now, this.windows.recentWindowMs);
+      recentTotal.ok += recent.ok;
+      recentTotal.failed += recent.failed;
       tools.set(name, {
         calls,
+        recent: { ok: recent.ok, failed: recent.failed },
         llm: { total: llm.total, empty: llm.hits },
         tasks: { completed: 0, failed: 0 },
       });
@@ -68,6 +73,7 @@ export class MemorySignalStore implements SignalStore {
     return {
       agent: {
         calls: total,
+        recent: recentTotal,
         llm: { total: llm.total, empty: llm.hits },
         tasks: { completed: tasks.ok, failed: tasks.failed },
       },

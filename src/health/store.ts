@@ -27,6 +27,11 @@ export interface SignalWindows {
   callWindowMs: number;
   /** Task completion window, ms (default 1 h). */
   taskWindowMs: number;
+  /**
+   * The most recent part of the call window, ms (default 1 min): once it holds enough healthy
+   * calls, the success rate counts as recovered without waiting for the whole window to clear.
+   */
+  recentWindowMs: number;
   /** Buckets per time window (default 60). */
   buckets: number;
   /** How many recent LLM calls the empty-response rate looks at (default 100). */
@@ -36,6 +41,7 @@ export interface SignalWindows {
 export const DEFAULT_WINDOWS: SignalWindows = {
   callWindowMs: 10 * 60_000,
   taskWindowMs: 60 * 60_000,
+  recentWindowMs: 60_000,
   buckets: 60,
   llmSampleSize: 100,
 };
@@ -44,6 +50,8 @@ export const DEFAULT_WINDOWS: SignalWindows = {
 export interface ScopeSignals {
   /** ok = successful calls, failed = errors; blocked calls are not counted. */
   calls: WindowTotals;
+  /** Calls over the most recent `recentWindowMs` only. */
+  recent: { ok: number; failed: number };
   /** Over the last `llmSampleSize` LLM calls. */
   llm: { total: number; empty: number };
   /** Agent scope only (zero for tools). */

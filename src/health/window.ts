@@ -107,10 +107,17 @@ export class RollingWindow {
     }
   }
 
-  /** Adds the totals of every bucket still inside the window at `now` into `into`. */
-  sumInto(now: number, into: WindowTotals): WindowTotals {
+  /**
+   * Adds the totals of the buckets still inside the window at `now` into `into`; with `spanMs`,
+   * only those of the most recent `spanMs` (rounded up to whole buckets).
+   */
+  sumInto(now: number, into: WindowTotals, spanMs?: number): WindowTotals {
     const newest = Math.floor(now / this.bucketMs);
-    const oldest = newest - this.bucketCount + 1;
+    const span =
+      spanMs === undefined
+        ? this.bucketCount
+        : Math.min(this.bucketCount, Math.ceil(spanMs / this.bucketMs));
+    const oldest = newest - span + 1;
     for (let slot = 0; slot < this.bucketCount; slot++) {
       const epoch = this.epochs[slot] ?? -1;
       if (epoch < oldest || epoch > newest) continue;
@@ -122,9 +129,9 @@ export class RollingWindow {
     return into;
   }
 
-  /** Totals over the window at `now`. */
-  totals(now: number): WindowTotals {
-    return this.sumInto(now, emptyTotals());
+  /** Totals over the window at `now` (or its most recent `spanMs`). */
+  totals(now: number, spanMs?: number): WindowTotals {
+    return this.sumInto(now, emptyTotals(), spanMs);
   }
 
   /** Number of numbers this window holds: constant for a given configuration. */

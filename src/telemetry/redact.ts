@@ -69,8 +69,11 @@ export function describeThrown(value: unknown): string {
       if (typeof message === "string") return message;
       return boundedJson(value) ?? Object.prototype.toString.call(value);
     }
-    if (typeof value === "function") return "a function was thrown";
-    return String(value);
+    if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint") {
+      return String(value);
+    }
+    if (typeof value === "symbol") return value.toString();
+    return "a function was thrown";
   } catch {
     return "unprintable value was thrown";
   }

@@ -1,0 +1,172 @@
+import { SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import { beforeEach, describe, expect, it } from "vitest";
+import { isHealthCheckFailedError } from "../../src/index.js";
+import { recordingProvider, tree } from "../helpers/otel.js";
+import { virtualInstance } from "../helpers/engine.js";
+
+const otel = recordingProvider();
+
+function setup(options: Parameters<typeof virtualInstance>[0] = {}) {
+  return virtualInstance({ tracerProvider: otel.provider, ...options });
+}
+
+describe("agent.tool_call spans (real OpenTelemetry SDK)", () => {
+  beforeEach(() => {
+    otel.reset();
+  });
+
+  it("a successful call is one span with the GenAI and selfheal attributes", async () => {
+    const { sh } = setup();
+    const search = sh.tool(
+      "search",
+      { readOnly: true, provider: "acme" },
+      (q: string) => `results for ${q}`,
+    );
+    await expect(search("cats", { toolCallId: "call_1" })).resolves.toBe("results for cats");
+
+    expect(tree(otel.spans())).toEqual(["agent.tool_call"]);
+    const [span] = otel.spans();
+    expect(span?.kind).toBe(SpanKind.INTERNAL);
+    expect(span?.status.code).toBe(SpanStatusCode.UNSET);
+    expect(span?.attributes).toEqual({
+      "gen_ai.operation.name": "execute_tool",
+      "gen_ai.tool.name": "search",
+      "gen_ai.tool.type": "function",
+      "gen_ai.tool.call.id": "call_1",
+      "gen_ai.agent.name": "test-agent",
+      "gen_ai.provider.name": "acme",
+      "selfheal.tool.read_only": true,
+      "selfheal.tool.kind": "tool",
+      "selfheal.health.status": "healthy",
+      "selfheal.call.mode": "normal",
+      "selfheal.call.outcome": "success",
+    });
+  });
+
+  it("a failed call has an agent.tool_call.error child with a redacted exception event", async () => {
+    const { sh } = setup();
+    const charge = sh.tool(
+      "charge",
+      { readOnly: false, idempotencyKey: (a: { order: string }) => `charge-${a.order}` },
+      () => {
+        throw new TypeError(
+          "upstream rejected key sk-proj-abcdefghijklmnopqrstuvwx for ops@example.com",
+        );
+      },
+    );
+    const thrown = await charge({ order: "42" }).catch((e: unknown) => e);
+    expect(thrown).toBeInstanceOf(TypeError);
+
+    expect(tree(otel.spans())).toEqual([{ "agent.tool_call": ["agent.tool_call.error"] }]);
+    const parent = otel.spans().find((s) => s.name === "agent.tool_call");
+    const child = otel.spans().find((s) => s.name === "agent.tool_call.error");
+    const expected = "upstream rejected key [REDACTED_KEY] for [REDACTED_EMAIL]";
+    expect(parent?.status).toEqual({ code: SpanStatusCode.ERROR, message: expected });
+    expect(parent?.attributes["error.type"]).toBe("TypeError");
+    expect(parent?.attributes["selfheal.call.outcome"]).toBe("error");
+    expect(parent?.attributes["selfheal.idempotency_key"]).toMatch(/^[0-9a-f]{16}$/);
+    expect(JSON.stringify(parent?.attributes)).not.toContain("charge-42");
+    expect(child?.status).toEqual({ code: SpanStatusCode.ERROR, message: expected });
+    expect(child?.attributes).toEqual({
+      "error.type": "TypeError",
+      "selfheal.error.message": expected,
+      "selfheal.recovery.attempt": 1,
+    });
+    const event = child?.events[0];
+    expect(event?.name).toBe("exception");
+    expect(event?.attributes?.["exception.message"]).toBe(expected);
+    expect(String(event?.attributes?.["exception.stacktrace"])).not.toContain("sk-proj-");
+  });
+
+  it("a blocked write is one agent.tool_call span with outcome blocked; the tool never runs", async () => {
+    const { sh, clock } = setup({ health: { successRate: { minSamples: 4 } } });
+    const failing = sh.tool("lookup", { readOnly: true }, () => {
+      throw new Error("down");
+    });
+    for (let i = 0; i < 4; i++) await failing(undefined).catch(() => undefined);
+    let ran = 0;
+    const write = sh.tool("send_email", { readOnly: false }, () => ++ran);
+    const read = sh.tool("read_inbox", { readOnly: true }, () => "inbox");
+    await clock.advance(5_000); // past the status cache
+    otel.reset();
+
+    const refused = await write(undefined).catch((e: unknown) => e);
+    expect(isHealthCheckFailedError(refused)).toBe(true);
+    expect(ran).toBe(0);
+    await expect(read(undefined)).resolves.toBe("inbox");
+
+    expect(tree(otel.spans())).toEqual(["agent.tool_call", "agent.tool_call"]);
+    const [blocked, allowed] = otel.spans();
+    expect(blocked?.attributes["selfheal.call.outcome"]).toBe("blocked");
+    expect(blocked?.attributes["selfheal.health.status"]).toBe("critical");
+    expect(blocked?.attributes["error.type"]).toBe("HealthCheckFailedError");
+    expect(blocked?.status.code).toBe(SpanStatusCode.ERROR);
+    expect(allowed?.attributes["selfheal.call.outcome"]).toBe("success");
+    expect(allowed?.attributes["selfheal.call.mode"]).toBe("read-only");
+  });
+
+  it("an empty LLM response is a success marked selfheal.response.empty", async () => {
+    const { sh } = setup();
+    const complete = sh.tool(
+      "complete",
+      { readOnly: true, kind: "llm", provider: "openai" },
+      () => ({
+        choices: [{ message: { content: "  " } }],
+      }),
+    );
+    const custom = sh.tool(
+      "custom",
+      { readOnly: true, kind: "llm", isEmpty: (r: number) => r === 0 },
+      () => 0,
+    );
+    await complete(undefined);
+    await custom(undefined);
+    const [a, b] = otel.spans();
+    expect(a?.attributes["selfheal.call.outcome"]).toBe("success");
+    expect(a?.attributes["selfheal.response.empty"]).toBe(true);
+    expect(a?.attributes["selfheal.tool.kind"]).toBe("llm");
+    expect(b?.attributes["selfheal.response.empty"]).toBe(true);
+  });
+
+  it("spans the tool makes are children of agent.tool_call, and re-entrant calls nest", async () => {
+    const { sh } = setup();
+    const tracer = otel.provider.getTracer("user");
+    const inner = sh.tool("inner", { readOnly: true }, () => {
+      tracer.startSpan("http GET").end();
+      return 1;
+    });
+    const outer = sh.tool("outer", { readOnly: true }, async (depth: number): Promise<number> =>
+      depth === 0 ? inner(undefined) : 1 + (await outer(depth - 1)),
+    );
+    await expect(outer(1)).resolves.toBe(2);
+    expect(tree(otel.spans())).toEqual([
+      { "agent.tool_call": [{ "agent.tool_call": [{ "agent.tool_call": ["http GET"] }] }] },
+    ]);
+    const names = otel.spans().map((s) => s.attributes["gen_ai.tool.name"]);
+    expect(names.filter(Boolean).sort()).toEqual(["inner", "outer", "outer"]);
+  });
+
+  it("arguments and results stay off spans unless opted in, and are redacted when on", async () => {
+    const args = { to: "jane@example.com", body: "hello" };
+    const off = setup();
+    await off.sh.tool("send", { readOnly: true }, () => "sent to jane@example.com")(args);
+    const on = setup({ recordArguments: true, recordResults: true });
+    await on.sh.tool("send", { readOnly: true }, () => "sent to jane@example.com")(args);
+    const [first, second] = otel.spans();
+    expect(first?.attributes["gen_ai.tool.call.arguments"]).toBeUndefined();
+    expect(first?.attributes["gen_ai.tool.call.result"]).toBeUndefined();
+    expect(second?.attributes["gen_ai.tool.call.arguments"]).toBe(
+      '{"to":"[REDACTED_EMAIL]","body":"hello"}',
+    );
+    expect(second?.attributes["gen_ai.tool.call.result"]).toBe('"sent to [REDACTED_EMAIL]"');
+  });
+
+  it("works on the global no-op tracer when no SDK is installed", async () => {
+    trace.disable();
+    const { sh, clock } = virtualInstance();
+    await expect(sh.tool("t", { readOnly: true }, () => 7)(undefined)).resolves.toBe(7);
+    expect(otel.spans()).toHaveLength(0);
+    await clock.advance(5_000);
+    expect((await sh.status()).tools.t?.signals[0]?.samples).toBe(1);
+  });
+});

@@ -1,0 +1,81 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+import { isToolTimeoutError, ToolTimeoutError, type CallContext } from "../../src/index.js";
+import { virtualInstance } from "../helpers/engine.js";
+
+/** A tool that waits for its signal, like a fetch to a server that never answers. */
+function hangUntilAborted(_args: unknown, ctx: CallContext): Promise<never> {
+  return new Promise((_resolve, reject) => {
+    ctx.signal.addEventListener("abort", () => {
+      reject(ctx.signal.reason);
+    });
+  });
+}
+
+describe("timeouts and cancellation", () => {
+  it("aborts the tool's signal and rejects with ToolTimeoutError after timeoutMs", async () => {
+    const { sh, clock } = virtualInstance();
+    let seen: AbortSignal | undefined;
+    const t = sh.tool("slow", { readOnly: true, timeoutMs: 2_000 }, (args: unknown, ctx) => {
+      seen = ctx.signal;
+      return hangUntilAborted(args, ctx);
+    });
+    const outcome = t(undefined).catch((e: unknown) => e);
+    await clock.advance(1_999);
+    expect(seen?.aborted).toBe(false);
+    await clock.advance(1);
+    const error = await outcome;
+    expect(error).toBeInstanceOf(ToolTimeoutError);
+    expect(error).toMatchObject({ tool: "slow", timeoutMs: 2_000 });
+    expect(seen?.reason).toBe(error);
+  });
+
+  it("rejects on time even when the tool ignores its signal; the late answer is dropped", async () => {
+    const { sh, clock } = virtualInstance();
+    const t = sh.tool("stubborn", { readOnly: true, timeoutMs: 100 }, () =>
+      clock.sleep(10_000).then(() => "late"),
+    );
+    const outcome = t(undefined).catch((e: unknown) => e);
+    await clock.advance(100);
+    expect(isToolTimeoutError(await outcome)).toBe(true);
+    await clock.advance(10_000);
+  });
+
+  it("a per-call timeout overrides the tool's, and a settled call leaves no timer behind", async () => {
+    const { sh, clock } = virtualInstance();
+    const t = sh.tool(
+      "t",
+      { readOnly: true, timeoutMs: 60_000 },
+      (_a: unknown, ctx) => ctx.timeoutMs,
+    );
+    await expect(t(undefined, { timeoutMs: 5 })).resolves.toBe(5);
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  it("the caller's signal aborts the call with the caller's reason", async () => {
+    const { sh } = virtualInstance();
+    const t = sh.tool("t", { readOnly: true }, hangUntilAborted);
+    const controller = new AbortController();
+    const outcome = t(undefined, { signal: controller.signal }).catch((e: unknown) => e);
+    const reason = new Error("user pressed stop");
+    controller.abort(reason);
+    expect(await outcome).toBe(reason);
+
+    let ran = false;
+    const u = sh.tool("u", { readOnly: true }, () => (ran = true));
+    expect(await u(undefined, { signal: controller.signal }).catch((e: unknown) => e)).toBe(reason);
+    expect(ran).toBe(false);
+  });
+
+  it("fires under forced garbage collection against a real server that never answers", async () => {
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ["--expose-gc", "--import", "tsx", "test/fixtures/gc-timeout.ts"],
+      { timeout: 10_000 },
+    );
+    const { results, elapsedMs } = JSON.parse(stdout) as { results: string[]; elapsedMs: number };
+    expect(results).toEqual(["timeout", "timeout", "timeout", "timeout", "timeout"]);
+    expect(elapsedMs).toBeLessThan(5_000);
+  });
+});

@@ -1,0 +1,46 @@
+import { context } from "@opentelemetry/api";
+import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+  type ReadableSpan,
+  type SpanProcessor,
+} from "@opentelemetry/sdk-trace-base";
+
+// Real context propagation, as a Node SDK sets it up, so nested spans find their parent.
+context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+
+/** A real SDK tracer provider that keeps finished spans in memory. */
+export function recordingProvider(extra: SpanProcessor[] = []) {
+  const exporter = new InMemorySpanExporter();
+  const provider = new BasicTracerProvider({
+    spanProcessors: [new SimpleSpanProcessor(exporter), ...extra],
+  });
+  return {
+    provider,
+    spans: () => exporter.getFinishedSpans(),
+    reset: () => {
+      exporter.reset();
+    },
+  };
+}
+
+/** The span tree as nested names, children in start order, for exact assertions. */
+export function tree(spans: readonly ReadableSpan[]): unknown[] {
+  const byParent = new Map<string | undefined, ReadableSpan[]>();
+  const ids = new Set(spans.map((s) => s.spanContext().spanId));
+  for (const s of spans) {
+    const parent = s.parentSpanContext?.spanId;
+    const key = parent && ids.has(parent) ? parent : undefined;
+    byParent.set(key, [...(byParent.get(key) ?? []), s]);
+  }
+  const build = (parent: string | undefined): unknown[] =>
+    (byParent.get(parent) ?? [])
+      .sort((a, b) => a.startTime[0] - b.startTime[0] || a.startTime[1] - b.startTime[1])
+      .map((s) => {
+        const children = build(s.spanContext().spanId);
+        return children.length ? { [s.name]: children } : s.name;
+      });
+  return build(undefined);
+}

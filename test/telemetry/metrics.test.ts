@@ -1,0 +1,71 @@
+import {
+  AggregationTemporality,
+  InMemoryMetricExporter,
+  MeterProvider,
+  PeriodicExportingMetricReader,
+} from "@opentelemetry/sdk-metrics";
+import { describe, expect, it } from "vitest";
+import { virtualInstance } from "../helpers/engine.js";
+
+function collect() {
+  const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
+  const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 3_600_000 });
+  const meterProvider = new MeterProvider({ readers: [reader] });
+  return {
+    meterProvider,
+    read: async () => {
+      await reader.forceFlush();
+      const all = exporter.getMetrics();
+      const points = new Map<string, number>();
+      for (const sm of all.at(-1)?.scopeMetrics ?? []) {
+        for (const m of sm.metrics) {
+          for (const p of m.dataPoints) {
+            const labels = Object.entries(p.attributes)
+              .map(([k, v]) => `${k}=${String(v)}`)
+              .join(",");
+            const value =
+              typeof p.value === "number" ? p.value : (p.value as { count: number }).count;
+            points.set(`${m.descriptor.name}{${labels}}`, value);
+          }
+        }
+      }
+      await meterProvider.shutdown();
+      return points;
+    },
+  };
+}
+
+describe("metrics", () => {
+  it("counts calls, durations, LLM responses and tasks under the contract's names, with zeroed series", async () => {
+    const m = collect();
+    const { sh, clock } = virtualInstance({ meterProvider: m.meterProvider });
+    const search = sh.tool("search", { readOnly: true }, async () => {
+      await clock.sleep(250);
+      return "r";
+    });
+    const llm = sh.tool("answer", { readOnly: true, kind: "llm", provider: "openai" }, () => "");
+    await sh.task("t1", async () => {
+      await clock.run(search(undefined));
+      await llm(undefined);
+    });
+    await clock.advance(5_000);
+    await sh.status();
+    const points = await m.read();
+    expect(points.get("selfheal_tool_calls{agent=test-agent,tool=search,outcome=success}")).toBe(1);
+    expect(points.get("selfheal_tool_calls{agent=test-agent,tool=search,outcome=error}")).toBe(0);
+    expect(points.get("selfheal_tool_calls{agent=test-agent,tool=search,outcome=blocked}")).toBe(0);
+    expect(points.get("selfheal_tool_calls{agent=test-agent,tool=search,outcome=recovered}")).toBe(
+      0,
+    );
+    expect(points.get("selfheal_tool_call_duration_seconds{agent=test-agent,tool=search}")).toBe(1);
+    expect(points.get("selfheal_llm_responses{agent=test-agent,provider=openai,empty=true}")).toBe(
+      1,
+    );
+    expect(points.get("selfheal_llm_responses{agent=test-agent,provider=openai,empty=false}")).toBe(
+      0,
+    );
+    expect(points.get("selfheal_tasks{agent=test-agent,outcome=completed}")).toBe(1);
+    expect(points.get("selfheal_tasks{agent=test-agent,outcome=failed}")).toBe(0);
+    expect(points.get("selfheal_health_status{agent=test-agent}")).toBe(0);
+  });
+});
