@@ -4,5 +4,6 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     testTimeout: 15_000,
+    reporters: ["default", "./test/helpers/summary-reporter.ts"],
   },
 });

@@ -350,8 +350,10 @@ export function validateToolOptions(name: unknown, input: unknown, fn: unknown):
 }
 
 /** Validates per-call options of a wrapped tool. */
+const NO_CALL_OPTIONS: CallOptions = Object.freeze({});
+
 export function validateCallOptions(tool: string, input: unknown): CallOptions {
-  if (input === undefined) return {};
+  if (input === undefined) return NO_CALL_OPTIONS;
   const field = `${tool}(args, options)`;
   const o = object(input, field);
   knownKeys(o, ["signal", "idempotencyKey", "toolCallId", "timeoutMs"], field);

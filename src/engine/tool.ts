@@ -1,11 +1,17 @@
 import type { AsyncLocalStorage } from "node:async_hooks";
-import { context, SpanKind, type Attributes, type Span, type Tracer } from "@opentelemetry/api";
+import {
+  context,
+  SpanKind,
+  trace,
+  type Attributes,
+  type Span,
+  type Tracer,
+} from "@opentelemetry/api";
 import type { Clock } from "../clock.js";
 import { SelfHealClosedError, ToolTimeoutError } from "../errors.js";
 import type { HealthEvaluator } from "../health/evaluator.js";
 import type { CallRecord } from "../health/store.js";
 import {
-  ATTR_CALL_MODE,
   ATTR_CALL_OUTCOME,
   ATTR_CALL_TIMEOUT_MS,
   ATTR_GEN_AI_AGENT_NAME,
@@ -20,7 +26,6 @@ import {
   ATTR_IDEMPOTENCY_KEY,
   ATTR_RESPONSE_EMPTY,
   ATTR_TASK_ID,
-  ATTR_TOOL_KIND,
   ATTR_TOOL_READ_ONLY,
   GEN_AI_OPERATION_EXECUTE_TOOL,
   SPAN_TOOL_CALL,
@@ -28,13 +33,7 @@ import {
 } from "../telemetry/conventions.js";
 import type { SelfHealMetrics } from "../telemetry/metrics.js";
 import { boundedJson, describeThrown, redact } from "../telemetry/redact.js";
-import {
-  errorType,
-  hashKey,
-  recordAttemptError,
-  setSpanError,
-  withSpan,
-} from "../telemetry/spans.js";
+import { errorType, hashKey, recordAttemptError, setSpanError } from "../telemetry/spans.js";
 import { AttemptContext, type CallMode } from "./call-context.js";
 import { isEmptyResponse } from "./empty-response.js";
 import type { Emitter, SelfHealEvents } from "./events.js";
@@ -160,7 +159,6 @@ export function instrumentTool<A, R>(
     [ATTR_GEN_AI_TOOL_TYPE]: toolOptions.type ?? "function",
     [ATTR_GEN_AI_AGENT_NAME]: agent,
     [ATTR_TOOL_READ_ONLY]: readOnly,
-    [ATTR_TOOL_KIND]: isLlm ? "llm" : "tool",
   };
   if (toolOptions.provider !== undefined) {
     staticAttributes[ATTR_GEN_AI_PROVIDER_NAME] = toolOptions.provider;
@@ -202,10 +200,10 @@ export function instrumentTool<A, R>(
   return async function selfHealingTool(args: A, callOptions?: CallOptions): Promise<R> {
     if (engine.closed()) throw new SelfHealClosedError(`tool "${name}" was called`);
     const call = validateCallOptions(name, callOptions);
-    const pending = health.current();
+    const started = clock.now();
+    const pending = health.current(started);
     const report = pending instanceof Promise ? await pending : pending;
     const taskId = tasks.getStore()?.id;
-    const started = clock.now();
     const parent = context.active();
     const span = tracer.startSpan(
       SPAN_TOOL_CALL,
@@ -236,8 +234,7 @@ export function instrumentTool<A, R>(
     const mode = modeOf(report);
     const timeoutMs = call.timeoutMs ?? toolOptions.timeoutMs;
     if (timeoutMs !== undefined) span.setAttribute(ATTR_CALL_TIMEOUT_MS, timeoutMs);
-    span.setAttribute(ATTR_CALL_MODE, mode);
-    const spanContext = withSpan(parent, span);
+    const spanContext = trace.setSpan(parent, span);
     try {
       const key = call.idempotencyKey ?? toolOptions.idempotencyKey?.(args);
       if (key !== undefined) span.setAttribute(ATTR_IDEMPOTENCY_KEY, hashKey(key));

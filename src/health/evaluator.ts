@@ -123,9 +123,11 @@ export class HealthEvaluator {
 
   constructor(private readonly options: HealthEvaluatorOptions) {}
 
-  /** The cached report when fresh; otherwise a new one (synchronous for in-process stores). */
-  current(): HealthReport | Promise<HealthReport> {
-    const now = this.options.clock.now();
+  /**
+   * The cached report when fresh; otherwise a new one (synchronous for in-process stores).
+   * Callers that already read the clock pass `now`.
+   */
+  current(now = this.options.clock.now()): HealthReport | Promise<HealthReport> {
     if (this.cached && now - this.cached.at < this.options.cacheMs) return this.cached;
     return this.refresh(now);
   }

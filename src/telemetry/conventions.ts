@@ -49,9 +49,7 @@ export const ERROR_TYPE_OTHER = "_OTHER";
 
 // ---- selfheal attributes -------------------------------------------------------------------
 export const ATTR_TOOL_READ_ONLY = "selfheal.tool.read_only";
-export const ATTR_TOOL_KIND = "selfheal.tool.kind";
 export const ATTR_CALL_OUTCOME = "selfheal.call.outcome";
-export const ATTR_CALL_MODE = "selfheal.call.mode";
 export const ATTR_CALL_TIMEOUT_MS = "selfheal.call.timeout_ms";
 export const ATTR_RESPONSE_EMPTY = "selfheal.response.empty";
 export const ATTR_TASK_ID = "selfheal.task.id";

@@ -29,7 +29,7 @@ const REPLACEMENTS: readonly (readonly [RegExp, string])[] = [
   [/\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, "[REDACTED_JWT]"],
   // key=value and "key": "value" pairs whose name says secret.
   [
-    /\b(api[_-]?key|access[_-]?token|refresh[_-]?token|secret|password|passwd|token|auth)(["']?\s*[:=]\s*["']?)[^\s"'&,;]{4,}/gi,
+    /\b(api[_-]?key|access[_-]?token|refresh[_-]?token|secret|password|passwd|token|auth)(["']?\s*[:=]\s*["']?)[^\s"'&,;()[\]{}]{4,}/gi,
     "$1$2[REDACTED]",
   ],
   // Credentials in URLs: scheme://user:pass@host

@@ -2,7 +2,6 @@ import { createHash } from "node:crypto";
 import {
   SpanKind,
   SpanStatusCode,
-  trace,
   type Attributes,
   type Context,
   type Span,
@@ -77,6 +76,3 @@ export function recordAttemptError(
   span.setStatus({ code: SpanStatusCode.ERROR, message });
   span.end();
 }
-
-/** The context in which a child of `span` starts. */
-export const withSpan = (parent: Context, span: Span): Context => trace.setSpan(parent, span);

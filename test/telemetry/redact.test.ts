@@ -16,6 +16,8 @@ describe("redact", () => {
     ["stripe sk_live_abcdefghij1234567890", "stripe [REDACTED_KEY]"],
     ["jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjMifQ.c2lnbmF0dXJlLXZhbHVl", "jwt [REDACTED_JWT]"],
     ['{"api_key": "abcd1234efgh"}', '{"api_key": "[REDACTED]"}'],
+    ["503 (api_key=sk-live-do-not-log-me-123456)", "503 (api_key=[REDACTED_KEY])"],
+    ["failed (password=hunter22)", "failed (password=[REDACTED])"],
     ["https://user:hunter2@db.internal:5432/x", "https://[REDACTED]@db.internal:5432/x"],
     ["mail ops.team+alerts@example.co.uk now", "mail [REDACTED_EMAIL] now"],
     ["sha 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", "sha [REDACTED_HEX]"],
