@@ -4,6 +4,7 @@
  */
 import { context } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
+import { ExportResultCode } from "@opentelemetry/core";
 import {
   BasicTracerProvider,
   SimpleSpanProcessor,
@@ -24,7 +25,7 @@ const printer: SpanExporter = {
         `${depth}span ${s.name}  tool=${String(a["gen_ai.tool.name"] ?? "")} outcome=${String(a["selfheal.call.outcome"] ?? "-")}${error}`,
       );
     }
-    done({ code: 0 });
+    done({ code: ExportResultCode.SUCCESS });
   },
   shutdown: () => Promise.resolve(),
 };
