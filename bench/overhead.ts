@@ -20,7 +20,8 @@ import { createSelfHealing } from "../src/index.js";
 
 /** Calls per measured iteration: one async call is too short for a timer to see. */
 const BATCH = 100;
-const ROUNDS = 5;
+/** Many short rounds, so a burst of machine noise hits every case alike; medians are kept. */
+const ROUNDS = 15;
 
 type Call = (q: string) => Promise<number>;
 const tool: Call = (q) => Promise.resolve(q.length);
@@ -29,13 +30,15 @@ const tool: Call = (q) => Promise.resolve(q.length);
 async function measure(cases: Record<string, Call>): Promise<Record<string, number>> {
   const samples: Record<string, number[]> = {};
   for (let round = 0; round < ROUNDS; round++) {
-    const bench = new Bench({ time: 1_000, warmupTime: 200 });
+    const bench = new Bench({ time: 300, warmupTime: 100 });
     for (const [name, fn] of Object.entries(cases)) {
       bench.add(name, async () => {
         for (let i = 0; i < BATCH; i++) await fn("weather in Paris");
       });
     }
     await bench.run();
+    // Let the batch span processor drain between rounds, as it would between bursts.
+    await new Promise((resolve) => setTimeout(resolve, 50));
     for (const task of bench.tasks) {
       const result = task.result;
       if (result.state !== "completed") throw new Error(`${task.name}: ${result.state}`);

@@ -67,7 +67,7 @@ export interface ToolOptions<A = unknown, R = unknown> {
   isEmpty?: (result: R) => boolean;
   /** Provider behind the tool (`gen_ai.provider.name`), e.g. `openai`. */
   provider?: string;
-  /** `gen_ai.tool.type`; default `function`. */
+  /** `gen_ai.tool.type` (`function`, `extension`, `datastore`); not set when omitted. */
   type?: string;
 }
 

@@ -31,7 +31,6 @@ describe("agent.tool_call spans (real OpenTelemetry SDK)", () => {
     expect(span?.attributes).toEqual({
       "gen_ai.operation.name": "execute_tool",
       "gen_ai.tool.name": "search",
-      "gen_ai.tool.type": "function",
       "gen_ai.tool.call.id": "call_1",
       "gen_ai.agent.name": "test-agent",
       "gen_ai.provider.name": "acme",
