@@ -4,7 +4,7 @@ import type { HealthStatus } from "./telemetry/conventions.js";
  * Marker that survives duplicate copies of the package (two versions in one `node_modules`):
  * guards test the marker and the stable `code`, never `instanceof`.
  */
-const MARKER = Symbol.for("selfheal.error");
+const MARKER = Symbol.for("selfheal:error");
 
 /** Stable codes of every error selfheal throws. */
 export type SelfHealErrorCode =

@@ -36,7 +36,7 @@ describe("error classes", () => {
     // What a second copy's error looks like: same marker symbol and code, different class.
     const foreign = Object.assign(new Error("from another copy"), {
       code: "SELFHEAL_TOOL_TIMEOUT",
-      [Symbol.for("selfheal.error")]: true,
+      [Symbol.for("selfheal:error")]: true,
     });
     expect(isToolTimeoutError(foreign)).toBe(true);
     expect(foreign instanceof ToolTimeoutError).toBe(false);

@@ -30,7 +30,7 @@ export interface TaskContext {
 
 /** A selfheal instance: wraps tools, runs tasks, reports health. */
 export interface SelfHealing {
-  /** Wraps a tool: each call becomes an `agent.tool_call` span and a health signal. */
+  /** Wraps a tool: each call becomes a tool-call span (SPAN_TOOL_CALL) and a health signal. */
   tool<A, R>(name: string, options: ToolOptions<A, R>, fn: ToolFunction<A, R>): WrappedTool<A, R>;
   /** Runs one agent task; its outcome feeds the task completion signal. */
   task<T>(id: string, fn: (task: TaskContext) => T | Promise<T>): Promise<T>;

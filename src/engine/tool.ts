@@ -7,8 +7,7 @@ import {
   type Span,
   type Tracer,
 } from "@opentelemetry/api";
-import type { Clock } from "../clock.js";
-import { SelfHealClosedError, ToolTimeoutError } from "../errors.js";
+import { SelfHealClosedError } from "../errors.js";
 import type { HealthEvaluator } from "../health/evaluator.js";
 import type { CallRecord } from "../health/store.js";
 import {
@@ -35,6 +34,7 @@ import type { SelfHealMetrics } from "../telemetry/metrics.js";
 import { boundedJson, describeThrown, redact } from "../telemetry/redact.js";
 import { errorType, hashKey, recordAttemptError, setSpanError } from "../telemetry/spans.js";
 import { AttemptContext, type CallMode } from "./call-context.js";
+import { runWithDeadline } from "./deadline.js";
 import { isEmptyResponse } from "./empty-response.js";
 import type { Emitter, SelfHealEvents } from "./events.js";
 import { modeOf, refuseWrite } from "./guard.js";
@@ -65,77 +65,6 @@ export interface Engine {
 
 /** A tool wrapped by selfheal: same arguments, plus optional per-call options. */
 export type WrappedTool<A, R> = (args: A, options?: CallOptions) => Promise<R>;
-
-/**
- * Runs one attempt with a deadline and the caller's signal. The AbortController is referenced
- * by its own timer until the call settles: on Node 20 a signal from `AbortSignal.timeout()` or
- * `AbortSignal.any()` can be garbage-collected before it fires, leaving a hung call unaborted.
- * @see https://github.com/nodejs/node/issues/55428
- */
-function runWithDeadline<A, R>(
-  fn: ToolFunction<A, R>,
-  args: A,
-  ctx: AttemptContext,
-  controller: AbortController,
-  tool: string,
-  timeoutMs: number | undefined,
-  callerSignal: AbortSignal | undefined,
-  clock: Clock,
-): Promise<R> {
-  return new Promise<R>((resolve, reject) => {
-    let settled = false;
-    let cancelTimer: (() => void) | undefined;
-    const stop = (error: unknown) => {
-      if (settled) return;
-      settled = true;
-      cancelTimer?.();
-      callerSignal?.removeEventListener("abort", onCallerAbort);
-      controller.abort(error);
-      reject(error);
-    };
-    const onCallerAbort = () => {
-      stop(callerSignal?.reason);
-    };
-    if (callerSignal?.aborted) {
-      stop(callerSignal.reason);
-      return;
-    }
-    callerSignal?.addEventListener("abort", onCallerAbort, { once: true });
-    if (timeoutMs !== undefined) {
-      cancelTimer = clock.setTimer(timeoutMs, () => {
-        stop(new ToolTimeoutError(tool, timeoutMs));
-      });
-    }
-    const done = (settle: () => void) => {
-      if (settled) return;
-      settled = true;
-      cancelTimer?.();
-      callerSignal?.removeEventListener("abort", onCallerAbort);
-      settle();
-    };
-    let result: R | Promise<R>;
-    try {
-      result = fn(args, ctx);
-    } catch (error) {
-      done(() => {
-        reject(error);
-      });
-      return;
-    }
-    Promise.resolve(result).then(
-      (value) => {
-        done(() => {
-          resolve(value);
-        });
-      },
-      (error: unknown) => {
-        done(() => {
-          reject(error);
-        });
-      },
-    );
-  });
-}
 
 /** Wraps `fn` so each call is a span, a health signal and a guarded write. */
 export function instrumentTool<A, R>(

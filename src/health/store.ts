@@ -2,7 +2,7 @@ import type { CallOutcome, TaskOutcome } from "../telemetry/conventions.js";
 import type { WindowTotals } from "./window.js";
 
 /**
- * One finished tool call: the same record that is written on the `agent.tool_call` span and fed
+ * One finished tool call: the same record that is written on the tool-call span and fed
  * to the signal store (one object, two sinks), so health works with or without an SDK.
  */
 export interface CallRecord {
