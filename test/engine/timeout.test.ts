@@ -53,6 +53,16 @@ describe("timeouts and cancellation", () => {
     expect(clock.pendingTimers).toBe(0);
   });
 
+  it("a tool that throws synchronously under a deadline rejects with that error, timer cleared", async () => {
+    const { sh, clock } = virtualInstance();
+    const boom = new Error("sync boom");
+    const t = sh.tool("t", { readOnly: true, timeoutMs: 1_000 }, () => {
+      throw boom;
+    });
+    expect(await t(undefined).catch((e: unknown) => e)).toBe(boom);
+    expect(clock.pendingTimers).toBe(0);
+  });
+
   it("the caller's signal aborts the call with the caller's reason", async () => {
     const { sh } = virtualInstance();
     const t = sh.tool("t", { readOnly: true }, hangUntilAborted);
