@@ -8,7 +8,12 @@ const MARKER = Symbol.for("selfheal:error");
 
 /** Stable codes of every error selfheal throws. */
 export type SelfHealErrorCode =
-  "SELFHEAL_CONFIG" | "SELFHEAL_HEALTH_CHECK_FAILED" | "SELFHEAL_TOOL_TIMEOUT" | "SELFHEAL_CLOSED";
+  | "SELFHEAL_CONFIG"
+  | "SELFHEAL_HEALTH_CHECK_FAILED"
+  | "SELFHEAL_TOOL_TIMEOUT"
+  | "SELFHEAL_CLOSED"
+  | "SELFHEAL_EMPTY_RESPONSE"
+  | "SELFHEAL_HTTP_RESPONSE";
 
 /** Base class of every error selfheal throws. */
 export abstract class SelfHealError extends Error {
@@ -90,3 +95,67 @@ export class SelfHealClosedError extends SelfHealError {
 }
 export const isSelfHealClosedError = (e: unknown): e is SelfHealClosedError =>
   hasCode(e, "SELFHEAL_CLOSED");
+
+/** An LLM tool answered with nothing (see `isEmpty`); diagnosed as EMPTY_LLM_RESPONSE. */
+export class EmptyResponseError extends SelfHealError {
+  readonly code = "SELFHEAL_EMPTY_RESPONSE";
+  override readonly name = "EmptyResponseError";
+  constructor(readonly tool: string) {
+    super(`selfheal: LLM tool "${tool}" returned an empty response`);
+  }
+}
+export const isEmptyResponseError = (e: unknown): e is EmptyResponseError =>
+  hasCode(e, "SELFHEAL_EMPTY_RESPONSE");
+
+/** Most of a response body kept on an HttpResponseError (error bodies are short; junk is not). */
+const MAX_BODY = 8 * 1024;
+
+/**
+ * A non-2xx HTTP response as an error, with what the diagnoser reads: `status`, `headers`
+ * (Retry-After) and the start of the body (error codes and wording). Throw it from tools that
+ * call HTTP APIs with `fetch`: `if (!res.ok) throw await HttpResponseError.from(res)`.
+ */
+export class HttpResponseError extends SelfHealError {
+  readonly code = "SELFHEAL_HTTP_RESPONSE";
+  override readonly name = "HttpResponseError";
+  constructor(
+    readonly status: number,
+    readonly headers: Headers,
+    /** The first 8 KiB of the body. */
+    readonly body: string,
+    readonly url: string,
+  ) {
+    super(`HTTP ${status}${body ? `: ${body.slice(0, 512)}` : ""}`);
+  }
+
+  /**
+   * Reads the start of the body (at most 8 KiB, the rest is cancelled, never buffered) and
+   * builds the error; a body that cannot be read still leaves the status and headers.
+   */
+  static async from(response: Response): Promise<HttpResponseError> {
+    let body = "";
+    const reader = response.body?.getReader();
+    if (reader) {
+      const decoder = new TextDecoder();
+      try {
+        while (body.length < MAX_BODY) {
+          const chunk = await reader.read();
+          if (chunk.done) break;
+          body += decoder.decode(chunk.value as Uint8Array, { stream: true });
+        }
+      } catch {
+        // Keep what was read.
+      } finally {
+        void reader.cancel().catch(() => undefined);
+      }
+    }
+    return new HttpResponseError(
+      response.status,
+      response.headers,
+      body.slice(0, MAX_BODY),
+      response.url,
+    );
+  }
+}
+export const isHttpResponseError = (e: unknown): e is HttpResponseError =>
+  hasCode(e, "SELFHEAL_HTTP_RESPONSE");

@@ -1,3 +1,6 @@
+import type { AdviceOutcome } from "../diagnosis/advisor.js";
+import type { Diagnosis } from "../diagnosis/diagnoser.js";
+import type { DriftEvent } from "../diagnosis/drift.js";
 import type { StatusChangeEvent } from "../health/evaluator.js";
 import type { CallRecord } from "../health/store.js";
 import { describeThrown, redact } from "../telemetry/redact.js";
@@ -13,10 +16,25 @@ export interface ToolCallEvent extends CallRecord {
   error?: string;
 }
 
+/** A failure was diagnosed. */
+export interface DiagnosisEvent extends Diagnosis {
+  agent: string;
+  tool: string;
+  at: number;
+  /** Redacted, cut error text. */
+  message: string;
+  taskId: string | undefined;
+}
+
 /** Events of a selfheal instance, by name. */
 export interface SelfHealEvents {
   "status-change": StatusChangeEvent;
   "tool-call": ToolCallEvent;
+  diagnosis: DiagnosisEvent;
+  /** The UNKNOWN share crossed its threshold: error wording probably changed. */
+  "diagnoser-drift": DriftEvent & { agent: string };
+  /** The `escalateUnknown` advisor answered (or failed to) about an UNKNOWN error. */
+  "diagnosis-advice": AdviceOutcome & { agent: string; at: number };
 }
 
 export type Listener<T> = (event: T) => void;

@@ -12,6 +12,13 @@ import {
   type ThresholdOverrides,
 } from "../health/thresholds.js";
 import { boundedJson, DEFAULT_MAX_TEXT_LENGTH } from "../telemetry/redact.js";
+import { DEFAULT_ADVICE_TIMEOUT_MS, type EscalateUnknown } from "../diagnosis/advisor.js";
+import { DEFAULT_DRIFT, type DriftOptions } from "../diagnosis/drift.js";
+import { compileRules, DEFAULT_RULES, type CompiledRule, type Rule } from "../diagnosis/rules.js";
+import {
+  DEFAULT_STATUS_PAGE_CACHE_MS,
+  DEFAULT_STATUS_PAGE_TIMEOUT_MS,
+} from "../diagnosis/status-page.js";
 import type { CallContext } from "./call-context.js";
 
 /** Where selfheal writes its own warnings (a listener that threw, a store that failed). */
@@ -30,6 +37,26 @@ export interface HealthOptions extends ThresholdOverrides {
   tools?: Record<string, ThresholdOverrides>;
 }
 
+export interface DiagnosisOptions {
+  /**
+   * The rule table, first match wins: a list replaces the defaults; a function receives the
+   * defaults and returns the table (to add, replace or reorder rules).
+   */
+  rules?: readonly Rule[] | ((defaults: readonly Rule[]) => readonly Rule[]);
+  /** Statuspage root URL by tool or provider name, e.g. `{ openai: "https://status.openai.com" }`. */
+  statusPages?: Record<string, string>;
+  /** Per status page request, ms (default 2000). */
+  statusPageTimeoutMs?: number;
+  /** How long a status page answer is reused, ms (default 30 s). */
+  statusPageCacheMs?: number;
+  /** UNKNOWN share watch: `threshold` (0.05), `window` (100), `minSamples` (20), `keepSamples` (20). */
+  drift?: Partial<DriftOptions>;
+  /** Optional second opinion on UNKNOWN errors (an LLM, say): advisory, off the call path. */
+  escalateUnknown?: EscalateUnknown;
+  /** Time box of `escalateUnknown`, ms (default 5000). */
+  escalateTimeoutMs?: number;
+}
+
 export interface SelfHealingOptions {
   /** Agent name: `gen_ai.agent.name` and the `agent` label of every metric. */
   agent: string;
@@ -42,6 +69,7 @@ export interface SelfHealingOptions {
   /** Default the global meter provider. */
   meterProvider?: MeterProvider;
   health?: HealthOptions;
+  diagnosis?: DiagnosisOptions;
   /** Put tool arguments (redacted, truncated) on spans. Off by default: they may hold user data. */
   recordArguments?: boolean;
   /** Put tool results (redacted, truncated) on spans. Off by default. */
@@ -97,6 +125,13 @@ export interface ResolvedOptions {
   toolThresholds: Record<string, ThresholdOverrides>;
   cacheMs: number;
   baselineTauMs: number;
+  rules: CompiledRule[];
+  statusPages: Record<string, string>;
+  statusPageTimeoutMs: number;
+  statusPageCacheMs: number;
+  drift: DriftOptions;
+  escalateUnknown: EscalateUnknown | undefined;
+  escalateTimeoutMs: number;
   recordArguments: boolean;
   recordResults: boolean;
   maxErrorLength: number;
@@ -208,6 +243,7 @@ const TOP_LEVEL = [
   "tracerProvider",
   "meterProvider",
   "health",
+  "diagnosis",
   "recordArguments",
   "recordResults",
   "maxErrorLength",
@@ -296,6 +332,7 @@ export function resolveOptions(input: unknown): ResolvedOptions {
     );
   }
 
+  const diagnosis = resolveDiagnosis(o.diagnosis);
   const opts = o as unknown as SelfHealingOptions;
   return {
     agent: opts.agent,
@@ -308,10 +345,61 @@ export function resolveOptions(input: unknown): ResolvedOptions {
     toolThresholds,
     cacheMs: (health.cacheMs as number | undefined) ?? DEFAULT_STATUS_CACHE_MS,
     baselineTauMs: (health.baselineTauMs as number | undefined) ?? DEFAULT_BASELINE_TAU_MS,
+    ...diagnosis,
     recordArguments: opts.recordArguments ?? false,
     recordResults: opts.recordResults ?? false,
     maxErrorLength: opts.maxErrorLength ?? DEFAULT_MAX_TEXT_LENGTH,
     logger: opts.logger ?? console,
+  };
+}
+
+const DIAGNOSIS_KEYS = [
+  "rules",
+  "statusPages",
+  "statusPageTimeoutMs",
+  "statusPageCacheMs",
+  "drift",
+  "escalateUnknown",
+  "escalateTimeoutMs",
+] as const satisfies readonly (keyof DiagnosisOptions)[];
+
+function resolveDiagnosis(input: unknown) {
+  const d = input === undefined ? {} : object(input, "diagnosis");
+  knownKeys(d, DIAGNOSIS_KEYS, "diagnosis");
+  let rules: unknown = DEFAULT_RULES;
+  if (typeof d.rules === "function") {
+    rules = (d.rules as (defaults: readonly Rule[]) => unknown)(DEFAULT_RULES);
+  } else if (d.rules !== undefined) {
+    rules = d.rules;
+  }
+  const pages = d.statusPages === undefined ? {} : object(d.statusPages, "diagnosis.statusPages");
+  for (const [key, url] of Object.entries(pages)) {
+    const field = `diagnosis.statusPages.${key}`;
+    if (typeof url !== "string" || !URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) {
+      throw new SelfHealConfigError(field, `expected an http(s) URL, got ${show(url)}`);
+    }
+  }
+  for (const key of ["statusPageTimeoutMs", "statusPageCacheMs", "escalateTimeoutMs"]) {
+    if (d[key] !== undefined) number(d[key], `diagnosis.${key}`, { min: 1 });
+  }
+  const drift = d.drift === undefined ? {} : object(d.drift, "diagnosis.drift");
+  knownKeys(drift, Object.keys(DEFAULT_DRIFT), "diagnosis.drift");
+  if (drift.threshold !== undefined)
+    number(drift.threshold, "diagnosis.drift.threshold", { min: 0, max: 1 });
+  for (const key of ["window", "minSamples", "keepSamples"]) {
+    if (drift[key] !== undefined)
+      number(drift[key], `diagnosis.drift.${key}`, { min: 1, max: 100_000, integer: true });
+  }
+  optionalFunction(d.escalateUnknown, "diagnosis.escalateUnknown");
+  return {
+    rules: compileRules(rules),
+    statusPages: pages as Record<string, string>,
+    statusPageTimeoutMs:
+      (d.statusPageTimeoutMs as number | undefined) ?? DEFAULT_STATUS_PAGE_TIMEOUT_MS,
+    statusPageCacheMs: (d.statusPageCacheMs as number | undefined) ?? DEFAULT_STATUS_PAGE_CACHE_MS,
+    drift: { ...DEFAULT_DRIFT, ...(drift as Partial<DriftOptions>) },
+    escalateUnknown: d.escalateUnknown as EscalateUnknown | undefined,
+    escalateTimeoutMs: (d.escalateTimeoutMs as number | undefined) ?? DEFAULT_ADVICE_TIMEOUT_MS,
   };
 }
 

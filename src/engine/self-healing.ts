@@ -1,6 +1,9 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { trace } from "@opentelemetry/api";
 import { SelfHealClosedError, SelfHealConfigError } from "../errors.js";
+import { Diagnoser, type DiagnoseContext, type Diagnosis } from "../diagnosis/diagnoser.js";
+import { DriftDetector, type UnknownSample } from "../diagnosis/drift.js";
+import { StatusPageClient } from "../diagnosis/status-page.js";
 import { HealthEvaluator, type HealthReport } from "../health/evaluator.js";
 import { HealthSpanProcessor } from "../health/span-processor.js";
 import { mergeThresholds, type HealthThresholds } from "../health/thresholds.js";
@@ -38,6 +41,13 @@ export interface SelfHealing {
   status(): Promise<HealthReport>;
   /** Subscribes to an event; returns a function that unsubscribes. */
   on<K extends keyof SelfHealEvents>(event: K, listener: Listener<SelfHealEvents[K]>): () => void;
+  /**
+   * Classifies an error with this instance's rules and status pages, as a failed call would be
+   * (without recording it). `context.tool` picks the status page.
+   */
+  diagnose(error: unknown, context?: Partial<DiagnoseContext>): Promise<Diagnosis>;
+  /** The latest UNKNOWN error texts (redacted), of one tool or of all: what to write rules for. */
+  unknownSamples(tool?: string): UnknownSample[];
   /**
    * An OpenTelemetry SpanProcessor that feeds this instance's health from other
    * instrumentations' GenAI spans (`execute_tool`, chat). Add it to your tracer provider.
@@ -84,8 +94,23 @@ export function createSelfHealing(options: SelfHealingOptions): SelfHealing {
     },
   });
   let closed: Promise<void> | undefined;
+  const diagnoser = new Diagnoser({
+    rules: resolved.rules,
+    clock,
+    statusPages: resolved.statusPages,
+    statusPageClient: new StatusPageClient({
+      clock,
+      timeoutMs: resolved.statusPageTimeoutMs,
+      cacheMs: resolved.statusPageCacheMs,
+    }),
+  });
+  const drift = new DriftDetector(resolved.drift, (event) => {
+    events.emit("diagnoser-drift", { ...event, agent });
+  });
   const engine: Engine = {
     options: resolved,
+    diagnoser,
+    drift,
     tracer: (resolved.tracerProvider ?? trace.getTracerProvider()).getTracer(INSTRUMENTATION_SCOPE),
     metrics: new SelfHealMetrics(agent, resolved.meterProvider, () => health.last?.status),
     health,
@@ -142,6 +167,14 @@ export function createSelfHealing(options: SelfHealingOptions): SelfHealing {
       if (typeof listener !== "function")
         throw new SelfHealConfigError(`on("${event}")`, "expected a listener function");
       return events.on(event, listener);
+    },
+
+    diagnose(error, context) {
+      return diagnoser.diagnose(error, { tool: context?.tool ?? "", provider: context?.provider });
+    },
+
+    unknownSamples(tool) {
+      return drift.samples(tool);
     },
 
     spanProcessor() {

@@ -7,7 +7,9 @@ import {
   type Span,
   type Tracer,
 } from "@opentelemetry/api";
-import { SelfHealClosedError } from "../errors.js";
+import { EmptyResponseError, SelfHealClosedError, ToolTimeoutError } from "../errors.js";
+import type { Diagnoser } from "../diagnosis/diagnoser.js";
+import type { DriftDetector } from "../diagnosis/drift.js";
 import type { HealthEvaluator } from "../health/evaluator.js";
 import type { CallRecord } from "../health/store.js";
 import {
@@ -34,7 +36,8 @@ import type { SelfHealMetrics } from "../telemetry/metrics.js";
 import { boundedJson, describeThrown, redact } from "../telemetry/redact.js";
 import { errorType, hashKey, recordAttemptError, setSpanError } from "../telemetry/spans.js";
 import { AttemptContext, type CallMode } from "./call-context.js";
-import { runWithDeadline } from "./deadline.js";
+import { withDeadline } from "../deadline.js";
+import { diagnoseFailure, type DiagnosedTool } from "./diagnosis-step.js";
 import { isEmptyResponse } from "./empty-response.js";
 import type { Emitter, SelfHealEvents } from "./events.js";
 import { modeOf, refuseWrite } from "./guard.js";
@@ -55,6 +58,8 @@ export interface TaskState {
 /** The parts of an instance a tool call uses. */
 export interface Engine {
   readonly options: ResolvedOptions;
+  readonly diagnoser: Diagnoser;
+  readonly drift: DriftDetector;
   readonly tracer: Tracer;
   readonly metrics: SelfHealMetrics;
   readonly health: HealthEvaluator;
@@ -82,6 +87,7 @@ export function instrumentTool<A, R>(
     name,
     isLlm ? (toolOptions.provider ?? "unknown") : undefined,
   );
+  const diagnosed: DiagnosedTool = { name, provider: toolOptions.provider, labels };
   const staticAttributes: Attributes = {
     [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_EXECUTE_TOOL,
     [ATTR_GEN_AI_TOOL_NAME]: name,
@@ -182,10 +188,20 @@ export function instrumentTool<A, R>(
       );
       const result = controller
         ? await context.with(spanContext, () =>
-            runWithDeadline(fn, args, ctx, controller, name, timeoutMs, call.signal, clock),
+            withDeadline(() => fn(args, ctx), {
+              controller,
+              timeoutMs,
+              timeoutError: () => new ToolTimeoutError(name, timeoutMs ?? 0),
+              callerSignal: call.signal,
+              clock,
+            }),
           )
         : await context.with(spanContext, fn, undefined, args, ctx);
       const empty = isLlm ? safeIsEmpty(isEmpty, result) : undefined;
+      if (empty) {
+        const error = new EmptyResponseError(name);
+        await diagnoseFailure(engine, diagnosed, error, error.message, spanContext, taskId);
+      }
       if (options.recordResults) {
         span.setAttribute(
           ATTR_GEN_AI_TOOL_CALL_RESULT,
@@ -198,6 +214,7 @@ export function instrumentTool<A, R>(
       const type = errorType(error);
       const message = redact(describeThrown(error), maxErrorLength);
       recordAttemptError(tracer, spanContext, error, type, message, 1, maxErrorLength);
+      await diagnoseFailure(engine, diagnosed, error, message, spanContext, taskId);
       finish(span, "error", started, undefined, taskId, { type, message });
       throw error;
     }

@@ -58,6 +58,10 @@ export const ATTR_ERROR_MESSAGE = "selfheal.error.message";
 export const ATTR_DIAGNOSIS_PATTERN = "selfheal.diagnosis.pattern";
 export const ATTR_DIAGNOSIS_CONFIDENCE = "selfheal.diagnosis.confidence";
 export const ATTR_DIAGNOSIS_RULE = "selfheal.diagnosis.rule";
+export const ATTR_DIAGNOSIS_RETRY_AFTER_MS = "selfheal.diagnosis.retry_after_ms";
+export const ATTR_DIAGNOSIS_COOLDOWN_MS = "selfheal.diagnosis.cooldown_ms";
+export const ATTR_DIAGNOSIS_STATUS_PAGE = "selfheal.diagnosis.status_page";
+export const ATTR_HTTP_RESPONSE_STATUS_CODE = "http.response.status_code";
 export const ATTR_RECOVERY_STRATEGY = "selfheal.recovery.strategy";
 export const ATTR_RECOVERY_ATTEMPT = "selfheal.recovery.attempt";
 export const ATTR_RECOVERY_WAIT_MS = "selfheal.recovery.wait_ms";
@@ -72,6 +76,40 @@ export type CallOutcome = (typeof CALL_OUTCOMES)[number];
 /** Values of the `outcome` label of `selfheal_tasks`. */
 export const TASK_OUTCOMES = ["completed", "failed"] as const;
 export type TaskOutcome = (typeof TASK_OUTCOMES)[number];
+
+/** Diagnosis patterns (the `pattern` label). Alerts divide by these: each series starts at 0. */
+export const PATTERNS = [
+  "RATE_LIMIT",
+  "TIMEOUT",
+  "SERVICE_DOWN",
+  "EMPTY_LLM_RESPONSE",
+  "JSON_PARSE_ERROR",
+  "AUTH",
+  "BAD_REQUEST",
+  "CONTEXT_LENGTH",
+  "CONTENT_POLICY",
+  "UNKNOWN",
+] as const;
+export type Pattern = (typeof PATTERNS)[number];
+
+/** Patterns that must never be retried on the same route: the same request fails the same way. */
+export const NON_RETRYABLE_PATTERNS: readonly Pattern[] = [
+  "AUTH",
+  "BAD_REQUEST",
+  "CONTEXT_LENGTH",
+  "CONTENT_POLICY",
+];
+
+/** Recovery strategies (the `strategy` label), in the order a plan usually escalates. */
+export const STRATEGIES = [
+  "exponential_backoff_with_jitter",
+  "retry_with_longer_timeout",
+  "failover_to_secondary",
+  "circuit_break",
+  "degrade_to_readonly",
+  "escalate_to_human",
+] as const;
+export type StrategyName = (typeof STRATEGIES)[number];
 
 /** Health states, in order of severity; the index is the `selfheal_health_status` gauge value. */
 export const HEALTH_STATUSES = ["healthy", "warning", "critical"] as const;

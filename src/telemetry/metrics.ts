@@ -8,16 +8,21 @@ import {
   LABEL_AGENT,
   LABEL_EMPTY,
   LABEL_OUTCOME,
+  LABEL_PATTERN,
   LABEL_PROVIDER,
   LABEL_TOOL,
+  METRIC_DIAGNOSES,
   METRIC_HEALTH_STATUS,
+  METRIC_INCIDENTS,
   METRIC_LLM_RESPONSES,
   METRIC_TASKS,
   METRIC_TOOL_CALL_DURATION,
   METRIC_TOOL_CALLS,
+  PATTERNS,
   TASK_OUTCOMES,
   type CallOutcome,
   type HealthStatus,
+  type Pattern,
   type TaskOutcome,
 } from "./conventions.js";
 
@@ -27,6 +32,8 @@ export interface ToolMetricLabels {
   duration: Attributes;
   /** Present for LLM tools: labels for empty=true / empty=false. */
   llm?: { empty: Attributes; nonEmpty: Attributes };
+  /** `selfheal_incidents` labels by pattern. */
+  incident: Record<Pattern, Attributes>;
 }
 
 /**
@@ -39,6 +46,9 @@ export class SelfHealMetrics {
   private readonly llmResponses: Counter;
   private readonly tasks: Counter;
   private readonly taskLabels: Record<TaskOutcome, Attributes>;
+  private readonly incidents: Counter;
+  private readonly diagnoses: Counter;
+  private readonly diagnosisLabels: Record<Pattern, Attributes>;
 
   constructor(
     private readonly agent: string,
@@ -73,6 +83,14 @@ export class SelfHealMetrics {
       failed: { [LABEL_AGENT]: agent, [LABEL_OUTCOME]: "failed" },
     };
     for (const outcome of TASK_OUTCOMES) this.tasks.add(0, this.taskLabels[outcome]);
+    this.incidents = meter.createCounter(METRIC_INCIDENTS, {
+      description: "Failed tool calls (incidents), by diagnosed pattern.",
+    });
+    this.diagnoses = meter.createCounter(METRIC_DIAGNOSES, {
+      description: "Diagnoses by pattern; the UNKNOWN share shows error-wording drift.",
+    });
+    this.diagnosisLabels = byPattern({ [LABEL_AGENT]: agent });
+    for (const p of PATTERNS) this.diagnoses.add(0, this.diagnosisLabels[p]);
   }
 
   /** Builds the label sets of a tool and starts its series at 0. */
@@ -81,7 +99,9 @@ export class SelfHealMetrics {
     const outcome = {} as Record<CallOutcome, Attributes>;
     for (const o of CALL_OUTCOMES) outcome[o] = { ...base, [LABEL_OUTCOME]: o };
     for (const o of CALL_OUTCOMES) this.toolCalls.add(0, outcome[o]);
-    const labels: ToolMetricLabels = { outcome, duration: base };
+    const incident = byPattern(base);
+    for (const p of PATTERNS) this.incidents.add(0, incident[p]);
+    const labels: ToolMetricLabels = { outcome, duration: base, incident };
     if (llmProvider !== undefined) {
       const llm = { [LABEL_AGENT]: this.agent, [LABEL_PROVIDER]: llmProvider };
       labels.llm = {
@@ -111,4 +131,16 @@ export class SelfHealMetrics {
   task(outcome: TaskOutcome): void {
     this.tasks.add(1, this.taskLabels[outcome]);
   }
+
+  /** One diagnosis; `incident` when it is the first of a failed call (not a recovery attempt). */
+  diagnosis(labels: ToolMetricLabels, pattern: Pattern, incident: boolean): void {
+    this.diagnoses.add(1, this.diagnosisLabels[pattern]);
+    if (incident) this.incidents.add(1, labels.incident[pattern]);
+  }
+}
+
+function byPattern(base: Attributes): Record<Pattern, Attributes> {
+  const out = {} as Record<Pattern, Attributes>;
+  for (const p of PATTERNS) out[p] = { ...base, [LABEL_PATTERN]: p };
+  return out;
 }

@@ -167,7 +167,7 @@ describe("whatever a tool throws or returns", () => {
     await expect(
       sh.tool("m", { readOnly: true, kind: "llm" }, () => undefined)(undefined),
     ).resolves.toBeUndefined();
-    const [t, m] = otel.spans();
+    const [t, m] = otel.spans().filter((s) => s.name === "agent.tool_call");
     expect(t?.attributes["selfheal.call.outcome"]).toBe("success");
     expect(t?.attributes["selfheal.response.empty"]).toBeUndefined();
     expect(m?.attributes["selfheal.response.empty"]).toBe(true);

@@ -54,7 +54,16 @@ describe("agent.tool_call spans (real OpenTelemetry SDK)", () => {
     const thrown = await charge({ order: "42" }).catch((e: unknown) => e);
     expect(thrown).toBeInstanceOf(TypeError);
 
-    expect(tree(otel.spans())).toEqual([{ "agent.tool_call": ["agent.tool_call.error"] }]);
+    expect(tree(otel.spans())).toEqual([
+      { "agent.tool_call": ["agent.tool_call.error", "agent.diagnosis"] },
+    ]);
+    expect(otel.spans().find((s) => s.name === "agent.diagnosis")?.attributes).toEqual({
+      "selfheal.diagnosis.pattern": "UNKNOWN",
+      "selfheal.diagnosis.confidence": 0,
+      "selfheal.diagnosis.rule": "none",
+      "selfheal.diagnosis.cooldown_ms": 0,
+      "selfheal.recovery.strategy": "none",
+    });
     const parent = otel.spans().find((s) => s.name === "agent.tool_call");
     const child = otel.spans().find((s) => s.name === "agent.tool_call.error");
     const expected = "upstream rejected key [REDACTED_KEY] for [REDACTED_EMAIL]";
@@ -118,10 +127,21 @@ describe("agent.tool_call spans (real OpenTelemetry SDK)", () => {
     );
     await complete(undefined);
     await custom(undefined);
-    const [a, b] = otel.spans();
+    const calls = otel.spans().filter((s) => s.name === "agent.tool_call");
+    const [a, b] = calls;
     expect(a?.attributes["selfheal.call.outcome"]).toBe("success");
     expect(a?.attributes["selfheal.response.empty"]).toBe(true);
     expect(b?.attributes["selfheal.response.empty"]).toBe(true);
+    // Each empty answer is diagnosed under its call.
+    expect(tree(otel.spans())).toEqual([
+      { "agent.tool_call": ["agent.diagnosis"] },
+      { "agent.tool_call": ["agent.diagnosis"] },
+    ]);
+    const diagnosis = otel.spans().find((s) => s.name === "agent.diagnosis");
+    expect(diagnosis?.attributes["selfheal.diagnosis.pattern"]).toBe("EMPTY_LLM_RESPONSE");
+    expect(diagnosis?.attributes["selfheal.recovery.strategy"]).toBe(
+      "exponential_backoff_with_jitter",
+    );
   });
 
   it("spans the tool makes are children of agent.tool_call, and re-entrant calls nest", async () => {

@@ -1,27 +1,28 @@
-import type { Clock } from "../clock.js";
-import { ToolTimeoutError } from "../errors.js";
-import type { AttemptContext } from "./call-context.js";
-import type { ToolFunction } from "./options.js";
+import type { Clock } from "./clock.js";
+
+export interface DeadlineOptions {
+  /** Aborted with the reason when the deadline or the caller comes first. */
+  controller: AbortController;
+  /** No deadline when undefined. */
+  timeoutMs: number | undefined;
+  /** The error the call rejects with at the deadline. */
+  timeoutError: () => unknown;
+  /** The caller's signal: aborting it aborts the call with its reason. */
+  callerSignal?: AbortSignal | undefined;
+  clock: Clock;
+}
 
 /**
- * Runs one attempt against a deadline and the caller's signal; whichever of the tool, the
- * deadline and the caller comes first settles the call, and the other two are let go.
+ * Runs `work` against a deadline and the caller's signal; whichever of the work, the deadline
+ * and the caller comes first settles the call, and the other two are let go.
  *
  * The AbortController is referenced by its own timer until the call settles: on Node 20 a
  * signal from `AbortSignal.timeout()` or `AbortSignal.any()` can be garbage-collected before it
  * fires, leaving a hung call never aborted.
  * @see https://github.com/nodejs/node/issues/55428
  */
-export function runWithDeadline<A, R>(
-  fn: ToolFunction<A, R>,
-  args: A,
-  ctx: AttemptContext,
-  controller: AbortController,
-  tool: string,
-  timeoutMs: number | undefined,
-  callerSignal: AbortSignal | undefined,
-  clock: Clock,
-): Promise<R> {
+export function withDeadline<R>(work: () => R | Promise<R>, options: DeadlineOptions): Promise<R> {
+  const { controller, timeoutMs, callerSignal, clock } = options;
   return new Promise<R>((resolve, reject) => {
     let settled = false;
     let cancelTimer: (() => void) | undefined;
@@ -48,12 +49,12 @@ export function runWithDeadline<A, R>(
     callerSignal?.addEventListener("abort", onCallerAbort, { once: true });
     if (timeoutMs !== undefined) {
       cancelTimer = clock.setTimer(timeoutMs, () => {
-        abort(new ToolTimeoutError(tool, timeoutMs));
+        abort(options.timeoutError());
       });
     }
-    // The executor turns a synchronous throw of the tool into a rejection.
+    // The executor turns a synchronous throw into a rejection.
     new Promise<R>((run) => {
-      run(fn(args, ctx));
+      run(work());
     }).then(
       (value) => {
         if (settle()) resolve(value);

@@ -1,0 +1,485 @@
+import { SelfHealConfigError } from "../errors.js";
+import { PATTERNS, STRATEGIES, type Pattern, type StrategyName } from "../telemetry/conventions.js";
+import type { ErrorFacts } from "./error-facts.js";
+
+/**
+ * What one rule looks for. Every field given must match (AND); a list matches when any of its
+ * items does (OR). Codes and names compare lower-cased.
+ */
+export interface Matcher {
+  /** HTTP status codes. */
+  status?: readonly number[];
+  /** Error codes or types: `rate_limit_exceeded`, `ECONNRESET`, `RESOURCE_EXHAUSTED`. */
+  code?: readonly string[];
+  /** Error class names: `RateLimitError`, `AbortError`. */
+  name?: readonly string[];
+  /** Regexes over the error's text (message, body, causes; at most 4 KiB). */
+  message?: readonly RegExp[];
+  /** Header names that must be present, e.g. `retry-after`. */
+  header?: readonly string[];
+  /** Only while the tool's or provider's status page reports an incident. */
+  statusPageDegraded?: true;
+}
+
+/** One row of the ordered rule table: the first rule that matches decides. */
+export interface Rule {
+  /** Stable id, written on the diagnosis span (`selfheal.diagnosis.rule`). */
+  name: string;
+  pattern: Pattern;
+  /** 0..1; below 0.5 selfheal does not act on the diagnosis and rethrows the original error. */
+  confidence: number;
+  /** Matches when any of the matchers matches. */
+  match: Matcher | readonly Matcher[];
+  /** Recovery chain to run, in order; default: the pattern's chain (DEFAULT_CHAINS). */
+  strategies?: readonly StrategyName[];
+  /** How long to keep away from the failing route, ms; default: the pattern's. */
+  cooldownMs?: number;
+}
+
+/** Default recovery chain of each pattern. Non-retryable patterns never retry the same route. */
+export const DEFAULT_CHAINS: Record<Pattern, readonly StrategyName[]> = {
+  RATE_LIMIT: ["exponential_backoff_with_jitter", "failover_to_secondary", "escalate_to_human"],
+  TIMEOUT: [
+    "retry_with_longer_timeout",
+    "failover_to_secondary",
+    "circuit_break",
+    "escalate_to_human",
+  ],
+  SERVICE_DOWN: [
+    "failover_to_secondary",
+    "circuit_break",
+    "degrade_to_readonly",
+    "escalate_to_human",
+  ],
+  EMPTY_LLM_RESPONSE: ["exponential_backoff_with_jitter", "failover_to_secondary"],
+  JSON_PARSE_ERROR: ["exponential_backoff_with_jitter", "failover_to_secondary"],
+  AUTH: ["failover_to_secondary", "escalate_to_human"],
+  BAD_REQUEST: [],
+  CONTEXT_LENGTH: ["failover_to_secondary"],
+  CONTENT_POLICY: [],
+  UNKNOWN: [],
+};
+
+/** Default cooldown of each pattern, ms. */
+export const DEFAULT_COOLDOWNS: Record<Pattern, number> = {
+  RATE_LIMIT: 60_000,
+  TIMEOUT: 30_000,
+  SERVICE_DOWN: 15 * 60_000,
+  EMPTY_LLM_RESPONSE: 0,
+  JSON_PARSE_ERROR: 0,
+  AUTH: 0,
+  BAD_REQUEST: 0,
+  CONTEXT_LENGTH: 0,
+  CONTENT_POLICY: 0,
+  UNKNOWN: 0,
+};
+
+const TIMEOUT_NAMES = [
+  "AbortError",
+  "TimeoutError",
+  "ToolTimeoutError",
+  "APIConnectionTimeoutError",
+];
+const TIMEOUT_CODES = [
+  "ETIMEDOUT",
+  "ESOCKETTIMEDOUT",
+  "ECONNABORTED",
+  "UND_ERR_CONNECT_TIMEOUT",
+  "UND_ERR_HEADERS_TIMEOUT",
+  "UND_ERR_BODY_TIMEOUT",
+  "SELFHEAL_TOOL_TIMEOUT",
+  "DEADLINE_EXCEEDED",
+];
+const TIMEOUT_TEXT = /\btimed? ?out\b|\btimeout\b|deadline exceeded/i;
+const TIMEOUT: readonly Matcher[] = [
+  { name: TIMEOUT_NAMES },
+  { code: TIMEOUT_CODES },
+  { status: [408] },
+  { message: [TIMEOUT_TEXT] },
+];
+const withStatusPage = (matchers: readonly Matcher[]): Matcher[] =>
+  matchers.map((m) => ({ ...m, statusPageDegraded: true }));
+
+/**
+ * The default rule table, most specific first. Status codes come before wording: a 400 that
+ * says "maximum context length" is CONTEXT_LENGTH, so those rules precede BAD_REQUEST.
+ */
+export const DEFAULT_RULES: readonly Rule[] = [
+  { name: "http-429", pattern: "RATE_LIMIT", confidence: 0.95, match: { status: [429] } },
+  {
+    name: "auth",
+    pattern: "AUTH",
+    confidence: 0.95,
+    match: [
+      { status: [401, 403] },
+      {
+        code: [
+          "invalid_api_key",
+          "authentication_error",
+          "permission_error",
+          "unauthenticated",
+          "permission_denied",
+        ],
+      },
+      { name: ["AuthenticationError", "PermissionDeniedError"] },
+    ],
+  },
+  {
+    name: "context-length",
+    pattern: "CONTEXT_LENGTH",
+    confidence: 0.95,
+    match: [
+      { code: ["context_length_exceeded", "string_above_max_length"] },
+      {
+        message: [
+          /maximum context length|context[ _]length[ _]exceeded|context window|prompt is too long|input is too long|too many (input )?tokens/i,
+        ],
+      },
+    ],
+  },
+  {
+    name: "content-policy",
+    pattern: "CONTENT_POLICY",
+    confidence: 0.9,
+    match: [
+      { code: ["content_policy_violation", "content_filter", "safety"] },
+      {
+        message: [
+          /content[ _](management )?policy|content[ _]filter|flagged by (our|the) safety|blocked due to safety/i,
+        ],
+      },
+    ],
+  },
+  {
+    name: "http-400",
+    pattern: "BAD_REQUEST",
+    confidence: 0.9,
+    match: [{ status: [400, 422] }, { name: ["BadRequestError", "UnprocessableEntityError"] }],
+  },
+  {
+    // A timeout while the upstream status page reports an incident is the service, not us.
+    name: "timeout-during-incident",
+    pattern: "SERVICE_DOWN",
+    confidence: 0.9,
+    match: withStatusPage(TIMEOUT),
+  },
+  {
+    name: "http-5xx-unavailable",
+    pattern: "SERVICE_DOWN",
+    confidence: 0.9,
+    match: [{ status: [502, 503, 504, 529] }, { code: ["overloaded_error", "unavailable"] }],
+  },
+  {
+    name: "connection-failed",
+    pattern: "SERVICE_DOWN",
+    confidence: 0.85,
+    match: [
+      {
+        code: [
+          "ECONNREFUSED",
+          "ECONNRESET",
+          "EPIPE",
+          "ENOTFOUND",
+          "EAI_AGAIN",
+          "EHOSTUNREACH",
+          "ENETUNREACH",
+          "UND_ERR_SOCKET",
+          "UND_ERR_CLOSED",
+        ],
+      },
+      { name: ["APIConnectionError"] },
+      {
+        message: [
+          /socket hang up|other side closed|ECONNRESET|ECONNREFUSED|service unavailable|bad gateway|overloaded/i,
+        ],
+      },
+    ],
+  },
+  { name: "timeout", pattern: "TIMEOUT", confidence: 0.9, match: TIMEOUT },
+  {
+    name: "http-500",
+    pattern: "SERVICE_DOWN",
+    confidence: 0.7,
+    match: [{ status: [500] }, { name: ["InternalServerError"] }],
+  },
+  {
+    name: "empty-response",
+    pattern: "EMPTY_LLM_RESPONSE",
+    confidence: 1,
+    match: [{ code: ["SELFHEAL_EMPTY_RESPONSE"] }, { name: ["EmptyResponseError"] }],
+  },
+  {
+    name: "json-parse",
+    pattern: "JSON_PARSE_ERROR",
+    confidence: 0.9,
+    match: [
+      { name: ["SyntaxError"], message: [/JSON|Unexpected (token|end)|position \d+/i] },
+      {
+        message: [
+          /invalid json|malformed json|failed to parse (the )?(json|response)|not valid JSON/i,
+        ],
+      },
+    ],
+  },
+  {
+    name: "rate-limit-wording",
+    pattern: "RATE_LIMIT",
+    confidence: 0.85,
+    match: [
+      {
+        code: [
+          "rate_limit_exceeded",
+          "rate_limit_error",
+          "resource_exhausted",
+          "insufficient_quota",
+          "throttlingexception",
+        ],
+      },
+      {
+        message: [
+          /rate[ _-]?limit|too many requests|quota exceeded|exceeded (your|the) (current )?quota|resource (has been )?exhausted/i,
+        ],
+      },
+    ],
+  },
+];
+
+// ---- matching ------------------------------------------------------------------------------
+
+/** A matcher with its lists turned into lower-cased sets, ready for the hot path. */
+export interface CompiledMatcher {
+  status?: ReadonlySet<number>;
+  code?: ReadonlySet<string>;
+  name?: ReadonlySet<string>;
+  message?: readonly RegExp[];
+  header?: readonly string[];
+  statusPageDegraded: boolean;
+}
+
+export interface CompiledRule {
+  name: string;
+  pattern: Pattern;
+  confidence: number;
+  strategies: readonly StrategyName[];
+  cooldownMs: number;
+  matchers: readonly CompiledMatcher[];
+  /** Whether any matcher needs the status page (read only when the rest already matched). */
+  needsStatusPage: boolean;
+}
+
+const lower = (xs: readonly string[] | undefined) =>
+  xs ? new Set(xs.map((x) => x.toLowerCase())) : undefined;
+
+function anyIn(set: ReadonlySet<string>, values: readonly string[]): boolean {
+  for (const v of values) if (set.has(v)) return true;
+  return false;
+}
+
+/** Whether `m` matches, leaving out the status page condition. */
+export function matchesFacts(m: CompiledMatcher, facts: ErrorFacts): boolean {
+  if (m.status && (facts.status === undefined || !m.status.has(facts.status))) return false;
+  if (m.code && !anyIn(m.code, facts.codes)) return false;
+  if (m.name && !anyIn(m.name, facts.names)) return false;
+  if (m.header && !m.header.every((h) => facts.headers.includes(h))) return false;
+  if (m.message && !m.message.some((re) => re.test(facts.text))) return false;
+  return true;
+}
+
+// ---- validation ----------------------------------------------------------------------------
+
+/**
+ * Rejects regexes that can backtrack exponentially: a quantified group that itself holds a
+ * quantifier (`(a+)+`, `(\w*)*`, `(x{2,})+`), and backreferences. With input cut to 4 KiB this
+ * keeps every rule linear or close to it.
+ */
+export function unsafeRegexReason(re: RegExp): string | undefined {
+  const src = re.source;
+  if (/\\[1-9]|\\k</.test(src)) return "backreferences are not allowed";
+  const groups: boolean[] = []; // per open group: does it contain a quantifier?
+  let inClass = false;
+  for (let i = 0; i < src.length; i++) {
+    const c = src[i];
+    if (c === "\\") {
+      i++;
+      continue;
+    }
+    if (inClass) {
+      if (c === "]") inClass = false;
+      continue;
+    }
+    if (c === "[") inClass = true;
+    else if (c === "(") groups.push(false);
+    else if (c === ")") {
+      const hadQuantifier = groups.pop() ?? false;
+      const next = src[i + 1];
+      const quantified =
+        next === "*" || next === "+" || (next === "{" && /^\{\d*,\d*\}/.test(src.slice(i + 1)));
+      if (quantified && hadQuantifier)
+        return "a repeated group contains a repeat (catastrophic backtracking)";
+      if (quantified && groups.length) groups[groups.length - 1] = true;
+      if (hadQuantifier && groups.length) groups[groups.length - 1] = true;
+    } else if (c === "*" || c === "+" || c === "?" || c === "{") {
+      if (c !== "?" && groups.length) groups[groups.length - 1] = true;
+    }
+  }
+  return undefined;
+}
+
+function check(condition: boolean, field: string, problem: string): asserts condition {
+  if (!condition) throw new SelfHealConfigError(field, problem);
+}
+
+function stringList(value: unknown, field: string): void {
+  check(
+    Array.isArray(value) &&
+      value.length > 0 &&
+      value.every((v) => typeof v === "string" && v !== ""),
+    field,
+    "expected a non-empty list of strings",
+  );
+}
+
+const MATCHER_KEYS = ["status", "code", "name", "message", "header", "statusPageDegraded"];
+
+function compileMatcher(value: unknown, field: string): CompiledMatcher {
+  check(
+    typeof value === "object" && value !== null && !Array.isArray(value),
+    field,
+    "expected a matcher object",
+  );
+  const m = value as Record<string, unknown>;
+  const keys = Object.keys(m);
+  for (const key of keys)
+    check(
+      MATCHER_KEYS.includes(key),
+      `${field}.${key}`,
+      `unknown matcher field (known: ${MATCHER_KEYS.join(", ")})`,
+    );
+  check(
+    keys.some((k) => k !== "statusPageDegraded"),
+    field,
+    "a matcher needs at least one of status, code, name, message, header",
+  );
+  if (m.status !== undefined) {
+    check(
+      Array.isArray(m.status) &&
+        m.status.length > 0 &&
+        m.status.every((s) => Number.isInteger(s) && (s as number) >= 100 && (s as number) <= 599),
+      `${field}.status`,
+      "expected a non-empty list of HTTP status codes",
+    );
+  }
+  for (const key of ["code", "name", "header"] as const)
+    if (m[key] !== undefined) stringList(m[key], `${field}.${key}`);
+  if (m.message !== undefined) {
+    check(
+      Array.isArray(m.message) && m.message.length > 0,
+      `${field}.message`,
+      "expected a non-empty list of RegExp",
+    );
+    (m.message as unknown[]).forEach((re, i) => {
+      check(
+        re instanceof RegExp,
+        `${field}.message[${i}]`,
+        "expected a RegExp (a string is not compiled for you)",
+      );
+      check(
+        !re.global && !re.sticky,
+        `${field}.message[${i}]`,
+        "the g and y flags make test() stateful; drop them",
+      );
+      const unsafe = unsafeRegexReason(re);
+      check(unsafe === undefined, `${field}.message[${i}]`, `${String(unsafe)}: /${re.source}/`);
+    });
+  }
+  check(
+    m.statusPageDegraded === undefined || m.statusPageDegraded === true,
+    `${field}.statusPageDegraded`,
+    "expected true",
+  );
+  const compiled: CompiledMatcher = { statusPageDegraded: m.statusPageDegraded === true };
+  if (m.status) compiled.status = new Set(m.status as number[]);
+  const code = lower(m.code as string[] | undefined);
+  if (code) compiled.code = code;
+  const name = lower(m.name as string[] | undefined);
+  if (name) compiled.name = name;
+  if (m.message) compiled.message = m.message as RegExp[];
+  if (m.header) compiled.header = (m.header as string[]).map((h) => h.toLowerCase());
+  return compiled;
+}
+
+const RULE_KEYS = ["name", "pattern", "confidence", "match", "strategies", "cooldownMs"];
+
+/** Validates a rule table and prepares it for matching; a bad rule is named in the error. */
+export function compileRules(rules: unknown): CompiledRule[] {
+  check(Array.isArray(rules), "diagnosis.rules", "expected a list of rules");
+  const seen = new Set<string>();
+  return (rules as unknown[]).map((value, i) => {
+    check(
+      typeof value === "object" && value !== null,
+      `diagnosis.rules[${i}]`,
+      "expected a rule object",
+    );
+    const r = value as Record<string, unknown>;
+    check(
+      typeof r.name === "string" && r.name !== "",
+      `diagnosis.rules[${i}].name`,
+      "expected a non-empty string",
+    );
+    const field = `diagnosis.rules["${r.name}"]`;
+    check(!seen.has(r.name), field, "two rules have this name");
+    seen.add(r.name);
+    for (const key of Object.keys(r))
+      check(
+        RULE_KEYS.includes(key),
+        `${field}.${key}`,
+        `unknown rule field (known: ${RULE_KEYS.join(", ")})`,
+      );
+    check(
+      PATTERNS.includes(r.pattern as Pattern),
+      `${field}.pattern`,
+      `unknown pattern ${JSON.stringify(r.pattern)} (known: ${PATTERNS.join(", ")})`,
+    );
+    const pattern = r.pattern as Pattern;
+    check(
+      typeof r.confidence === "number" && r.confidence >= 0 && r.confidence <= 1,
+      `${field}.confidence`,
+      "expected a number from 0 to 1",
+    );
+    if (r.strategies !== undefined) {
+      check(
+        Array.isArray(r.strategies),
+        `${field}.strategies`,
+        "expected a list of strategy names",
+      );
+      for (const s of r.strategies as unknown[]) {
+        check(
+          STRATEGIES.includes(s as StrategyName),
+          `${field}.strategies`,
+          `unknown strategy ${JSON.stringify(s)} (known: ${STRATEGIES.join(", ")})`,
+        );
+      }
+    }
+    if (r.cooldownMs !== undefined) {
+      check(
+        typeof r.cooldownMs === "number" && Number.isFinite(r.cooldownMs) && r.cooldownMs >= 0,
+        `${field}.cooldownMs`,
+        "expected a number of ms >= 0",
+      );
+    }
+    const list = Array.isArray(r.match) ? (r.match as unknown[]) : [r.match];
+    check(list.length > 0, `${field}.match`, "expected at least one matcher");
+    const matchers = list.map((m, j) =>
+      compileMatcher(m, Array.isArray(r.match) ? `${field}.match[${j}]` : `${field}.match`),
+    );
+    return {
+      name: r.name,
+      pattern,
+      confidence: r.confidence,
+      strategies: (r.strategies as StrategyName[] | undefined) ?? DEFAULT_CHAINS[pattern],
+      cooldownMs: r.cooldownMs ?? DEFAULT_COOLDOWNS[pattern],
+      matchers,
+      needsStatusPage: matchers.some((m) => m.statusPageDegraded),
+    };
+  });
+}
