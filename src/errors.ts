@@ -126,7 +126,11 @@ export class HttpResponseError extends SelfHealError {
     readonly url: string,
   ) {
     super(`HTTP ${status}${body ? `: ${body.slice(0, 512)}` : ""}`);
+    this.error = parseErrorBody(body);
   }
+
+  /** The body's `error` object (OpenAI-compatible APIs: `{ error: { message, type, code } }`). */
+  readonly error: Record<string, unknown> | undefined;
 
   /**
    * Reads the start of the body (at most 8 KiB, the rest is cancelled, never buffered) and
@@ -157,5 +161,17 @@ export class HttpResponseError extends SelfHealError {
     );
   }
 }
+function parseErrorBody(body: string): Record<string, unknown> | undefined {
+  if (!body.startsWith("{")) return undefined;
+  try {
+    const parsed = JSON.parse(body) as { error?: unknown };
+    return typeof parsed.error === "object" && parsed.error !== null
+      ? (parsed.error as Record<string, unknown>)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export const isHttpResponseError = (e: unknown): e is HttpResponseError =>
   hasCode(e, "SELFHEAL_HTTP_RESPONSE");

@@ -32,7 +32,19 @@ export type { FinishedSpan, HealthSpanProcessor } from "./health/span-processor.
 export type { WindowTotals } from "./health/window.js";
 export type { Clock } from "./clock.js";
 export type { CallOutcome, HealthStatus, TaskOutcome } from "./telemetry/conventions.js";
+export type { Diagnosis, DiagnoseContext } from "./diagnosis/diagnoser.js";
+export type { Matcher, Rule } from "./diagnosis/rules.js";
+export type { DriftEvent, DriftOptions, UnknownSample } from "./diagnosis/drift.js";
+export type { Advice, AdviceOutcome, EscalateUnknown } from "./diagnosis/advisor.js";
+export type { StatusPageState } from "./diagnosis/status-page.js";
+export type { DiagnosisEvent } from "./engine/events.js";
+export type { DiagnosisOptions } from "./engine/options.js";
+export type { Pattern, StrategyName } from "./telemetry/conventions.js";
 export {
+  EmptyResponseError,
+  HttpResponseError,
+  isEmptyResponseError,
+  isHttpResponseError,
   HealthCheckFailedError,
   SelfHealClosedError,
   SelfHealConfigError,

@@ -30,8 +30,14 @@ function isBag(value: unknown): value is Bag {
   return typeof value === "object" && value !== null;
 }
 
+/** One property, or undefined when reading it throws (hostile getters, revoked proxies). */
 function get(value: unknown, key: string): unknown {
-  return isBag(value) ? value[key] : undefined;
+  if (!isBag(value)) return undefined;
+  try {
+    return value[key];
+  } catch {
+    return undefined;
+  }
 }
 
 function asStatus(value: unknown): number | undefined {
@@ -101,11 +107,7 @@ export function readErrorFacts(error: unknown, now: number): ErrorFacts {
     } catch {
       // Keep what was read before the hostile property.
     }
-    try {
-      current = get(current, "cause");
-    } catch {
-      break;
-    }
+    current = get(current, "cause");
   }
   facts.text = texts.join(" | ").slice(0, MAX_MATCH_TEXT);
   return facts;
@@ -134,8 +136,8 @@ function readOne(error: unknown, facts: ErrorFacts, texts: string[], now: number
   pushString(facts.codes, get(get(body, "error"), "type")); // Anthropic: { error: { type } }
 
   pushString(facts.names, get(error, "name"));
-  const ctor = (error as { constructor?: { name?: unknown } }).constructor;
-  if (ctor && ctor !== Object) pushString(facts.names, ctor.name);
+  const ctor = get(error, "constructor");
+  if (typeof ctor === "function" && ctor !== Object) pushString(facts.names, ctor.name);
 
   const headers = headerReader(get(error, "headers") ?? get(response, "headers"));
   if (headers) {

@@ -107,6 +107,25 @@ const withStatusPage = (matchers: readonly Matcher[]): Matcher[] =>
 export const DEFAULT_RULES: readonly Rule[] = [
   { name: "http-429", pattern: "RATE_LIMIT", confidence: 0.95, match: { status: [429] } },
   {
+    // Some APIs throttle with another status (AWS: 400 ThrottlingException): the code tells.
+    name: "rate-limit-code",
+    pattern: "RATE_LIMIT",
+    confidence: 0.9,
+    match: [
+      {
+        code: [
+          "rate_limit_exceeded",
+          "rate_limit_error",
+          "resource_exhausted",
+          "insufficient_quota",
+          "ThrottlingException",
+          "Throttling",
+        ],
+      },
+      { name: ["ThrottlingException", "TooManyRequestsException", "RateLimitError"] },
+    ],
+  },
+  {
     name: "auth",
     pattern: "AUTH",
     confidence: 0.95,
@@ -122,6 +141,8 @@ export const DEFAULT_RULES: readonly Rule[] = [
         ],
       },
       { name: ["AuthenticationError", "PermissionDeniedError"] },
+      // Google answers a bad key with 400 INVALID_ARGUMENT: the wording is what tells.
+      { message: [/api key not valid|invalid api key|incorrect api key|invalid x-api-key/i] },
     ],
   },
   {
@@ -132,7 +153,7 @@ export const DEFAULT_RULES: readonly Rule[] = [
       { code: ["context_length_exceeded", "string_above_max_length"] },
       {
         message: [
-          /maximum context length|context[ _]length[ _]exceeded|context window|prompt is too long|input is too long|too many (input )?tokens/i,
+          /maximum context length|context[ _]length[ _]exceeded|context window|prompt is too long|input is too long|too many (input )?tokens|exceeds the maximum number of tokens/i,
         ],
       },
     ],
@@ -225,22 +246,11 @@ export const DEFAULT_RULES: readonly Rule[] = [
     name: "rate-limit-wording",
     pattern: "RATE_LIMIT",
     confidence: 0.85,
-    match: [
-      {
-        code: [
-          "rate_limit_exceeded",
-          "rate_limit_error",
-          "resource_exhausted",
-          "insufficient_quota",
-          "throttlingexception",
-        ],
-      },
-      {
-        message: [
-          /rate[ _-]?limit|too many requests|quota exceeded|exceeded (your|the) (current )?quota|resource (has been )?exhausted/i,
-        ],
-      },
-    ],
+    match: {
+      message: [
+        /rate[ _-]?limit|too many requests|quota exceeded|exceeded (your|the) (current )?quota|resource (has been )?exhausted/i,
+      ],
+    },
   },
 ];
 

@@ -1,0 +1,503 @@
+import { describe, expect, it } from "vitest";
+import {
+  isSelfHealConfigError,
+  ToolTimeoutError,
+  EmptyResponseError,
+  type Rule,
+} from "../../src/index.js";
+import { InjectedApiError, httpFault, thrownFault } from "../../src/testing/index.js";
+import { recordingProvider } from "../helpers/otel.js";
+import { virtualInstance } from "../helpers/engine.js";
+
+const { sh, clock } = virtualInstance();
+const diagnose = (e: unknown) => sh.diagnose(e, { tool: "t" });
+
+/** The error classes of the official SDKs, reduced to the fields they set. */
+class OpenAIAPIError extends Error {
+  constructor(
+    readonly status: number | undefined,
+    readonly error: { message: string; type: string; code: string | null; param: null } | undefined,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+  get code() {
+    return this.error?.code;
+  }
+  get type() {
+    return this.error?.type;
+  }
+}
+class RateLimitError extends OpenAIAPIError {}
+class APIConnectionTimeoutError extends OpenAIAPIError {
+  constructor() {
+    super(undefined, undefined, "Request timed out.");
+  }
+}
+/** @anthropic-ai/sdk: `error` is the whole body `{ type: "error", error: { type, message } }`. */
+class AnthropicAPIError extends Error {
+  readonly error: { type: "error"; error: { type: string; message: string } };
+  constructor(
+    readonly status: number,
+    type: string,
+    message: string,
+    readonly headers = new Headers(),
+  ) {
+    const body = { type: "error" as const, error: { type, message } };
+    super(`${status} ${JSON.stringify(body)}`);
+    this.error = body;
+  }
+}
+/** @google/genai: ApiError with a status and the JSON body in the message. */
+class ApiError extends Error {
+  override name = "ApiError";
+  constructor(
+    readonly status: number,
+    code: string,
+    message: string,
+  ) {
+    super(
+      `got status: ${status}. ${JSON.stringify({ error: { code: status, message, status: code } })}`,
+    );
+  }
+}
+
+const openai = (
+  status: number,
+  type: string,
+  code: string | null,
+  message: string,
+  headers?: Record<string, string>,
+) =>
+  new OpenAIAPIError(status, { message, type, code, param: null }, `${status} ${message}`, headers);
+
+const cases: [string, unknown, string, string][] = [
+  // OpenAI SDK
+  [
+    "openai 429",
+    new RateLimitError(
+      429,
+      {
+        message: "Rate limit reached for gpt-4o",
+        type: "requests",
+        code: "rate_limit_exceeded",
+        param: null,
+      },
+      "429 Rate limit reached",
+    ),
+    "RATE_LIMIT",
+    "http-429",
+  ],
+  [
+    "openai 401",
+    openai(401, "invalid_request_error", "invalid_api_key", "Incorrect API key provided"),
+    "AUTH",
+    "auth",
+  ],
+  [
+    "openai 400 context",
+    openai(
+      400,
+      "invalid_request_error",
+      "context_length_exceeded",
+      "This model's maximum context length is 128000 tokens",
+    ),
+    "CONTEXT_LENGTH",
+    "context-length",
+  ],
+  [
+    "openai 400 policy",
+    openai(400, "invalid_request_error", "content_policy_violation", "Your request was rejected"),
+    "CONTENT_POLICY",
+    "content-policy",
+  ],
+  [
+    "openai 400",
+    openai(400, "invalid_request_error", null, "Invalid value for 'temperature'"),
+    "BAD_REQUEST",
+    "http-400",
+  ],
+  [
+    "openai 503",
+    openai(503, "server_error", null, "The server is overloaded or not ready yet."),
+    "SERVICE_DOWN",
+    "http-5xx-unavailable",
+  ],
+  [
+    "openai 500",
+    openai(500, "server_error", null, "The server had an error"),
+    "SERVICE_DOWN",
+    "http-500",
+  ],
+  ["openai timeout", new APIConnectionTimeoutError(), "TIMEOUT", "timeout"],
+  // Anthropic SDK
+  [
+    "anthropic 429",
+    new AnthropicAPIError(
+      429,
+      "rate_limit_error",
+      "Number of request tokens has exceeded your per-minute rate limit",
+    ),
+    "RATE_LIMIT",
+    "http-429",
+  ],
+  [
+    "anthropic 529",
+    new AnthropicAPIError(529, "overloaded_error", "Overloaded"),
+    "SERVICE_DOWN",
+    "http-5xx-unavailable",
+  ],
+  [
+    "anthropic 401",
+    new AnthropicAPIError(401, "authentication_error", "invalid x-api-key"),
+    "AUTH",
+    "auth",
+  ],
+  [
+    "anthropic prompt too long",
+    new AnthropicAPIError(
+      400,
+      "invalid_request_error",
+      "prompt is too long: 201234 tokens > 200000 maximum",
+    ),
+    "CONTEXT_LENGTH",
+    "context-length",
+  ],
+  // Google GenAI SDK
+  [
+    "google 429",
+    new ApiError(429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."),
+    "RATE_LIMIT",
+    "http-429",
+  ],
+  [
+    "google bad key",
+    new ApiError(400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key."),
+    "AUTH",
+    "auth",
+  ],
+  [
+    "google too many tokens",
+    new ApiError(
+      400,
+      "INVALID_ARGUMENT",
+      "The input token count (1234567) exceeds the maximum number of tokens allowed (1048576).",
+    ),
+    "CONTEXT_LENGTH",
+    "context-length",
+  ],
+  [
+    "google 503",
+    new ApiError(503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
+    "SERVICE_DOWN",
+    "http-5xx-unavailable",
+  ],
+  [
+    "google safety",
+    new Error("Candidate was blocked due to SAFETY"),
+    "CONTENT_POLICY",
+    "content-policy",
+  ],
+  // Node, fetch and selfheal's own errors
+  [
+    "fetch ECONNREFUSED",
+    new TypeError("fetch failed", {
+      cause: Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:1"), { code: "ECONNREFUSED" }),
+    }),
+    "SERVICE_DOWN",
+    "connection-failed",
+  ],
+  [
+    "socket hang up",
+    Object.assign(new Error("socket hang up"), { code: "ECONNRESET" }),
+    "SERVICE_DOWN",
+    "connection-failed",
+  ],
+  [
+    "AbortSignal.timeout",
+    new DOMException("The operation was aborted due to timeout", "TimeoutError"),
+    "TIMEOUT",
+    "timeout",
+  ],
+  [
+    "AbortError",
+    new DOMException("This operation was aborted", "AbortError"),
+    "TIMEOUT",
+    "timeout",
+  ],
+  [
+    "ETIMEDOUT",
+    Object.assign(new Error("connect ETIMEDOUT"), { code: "ETIMEDOUT" }),
+    "TIMEOUT",
+    "timeout",
+  ],
+  ["grpc deadline", new Error("4 DEADLINE_EXCEEDED: Deadline exceeded"), "TIMEOUT", "timeout"],
+  ["selfheal timeout", new ToolTimeoutError("t", 100), "TIMEOUT", "timeout"],
+  ["empty answer", new EmptyResponseError("llm"), "EMPTY_LLM_RESPONSE", "empty-response"],
+  [
+    "JSON.parse",
+    (() => {
+      try {
+        JSON.parse("{");
+      } catch (e) {
+        return e;
+      }
+    })(),
+    "JSON_PARSE_ERROR",
+    "json-parse",
+  ],
+  [
+    "wording only",
+    new Error("Quota exceeded for quota metric 'Generate requests'"),
+    "RATE_LIMIT",
+    "rate-limit-wording",
+  ],
+  ["exhausted wording", "Resource has been exhausted", "RATE_LIMIT", "rate-limit-wording"],
+  [
+    "axios 503",
+    Object.assign(new Error("Request failed with status code 503"), {
+      response: { status: 503, headers: {} },
+    }),
+    "SERVICE_DOWN",
+    "http-5xx-unavailable",
+  ],
+  [
+    "aws throttling",
+    Object.assign(new Error("Rate exceeded"), {
+      name: "ThrottlingException",
+      $metadata: { httpStatusCode: 400 },
+    }),
+    "RATE_LIMIT",
+    "rate-limit-code",
+  ],
+  ["anything else", new Error("the flux capacitor is misaligned"), "UNKNOWN", "none"],
+  ["undefined", undefined, "UNKNOWN", "none"],
+  ["a number", 42, "UNKNOWN", "none"],
+];
+
+describe("default rules", () => {
+  it.each(cases)("%s", async (_name, error, pattern, rule) => {
+    const d = await diagnose(error);
+    expect({ pattern: d.pattern, rule: d.rule }).toEqual({ pattern, rule });
+    expect(d.actionable).toBe(pattern !== "UNKNOWN");
+    expect(d.retryable).toBe(
+      !["AUTH", "BAD_REQUEST", "CONTEXT_LENGTH", "CONTENT_POLICY"].includes(pattern),
+    );
+  });
+
+  it("is deterministic and carries the pattern's chain and cooldown", async () => {
+    const error = thrownFault("http_503");
+    const [a, b] = await Promise.all([diagnose(error), diagnose(error)]);
+    expect(a).toEqual(b);
+    expect(a).toMatchObject({
+      strategies: [
+        "failover_to_secondary",
+        "circuit_break",
+        "degrade_to_readonly",
+        "escalate_to_human",
+      ],
+      cooldownMs: 15 * 60_000,
+      status: 503,
+    });
+    expect((await diagnose(new APIConnectionTimeoutError())).strategies).toEqual([
+      "retry_with_longer_timeout",
+      "failover_to_secondary",
+      "circuit_break",
+      "escalate_to_human",
+    ]);
+  });
+
+  it("keeps Retry-After (seconds, HTTP date, retry-after-ms) for the backoff", async () => {
+    expect((await diagnose(thrownFault("rate_limit", { retryAfterSeconds: 7 }))).retryAfterMs).toBe(
+      7_000,
+    );
+    expect((await diagnose(thrownFault("rate_limit"))).retryAfterMs).toBeUndefined();
+    const date = new Date(clock.now() + 30_000).toUTCString();
+    const byDate = await diagnose(
+      openai(429, "requests", null, "slow down", { "Retry-After": date }),
+    );
+    expect(byDate.retryAfterMs).toBeGreaterThan(29_000);
+    expect(byDate.retryAfterMs).toBeLessThanOrEqual(30_000);
+    const ms = await diagnose(
+      openai(429, "requests", null, "slow down", { "retry-after-ms": "250", "retry-after": "1" }),
+    );
+    expect(ms.retryAfterMs).toBe(250);
+  });
+
+  it("diagnoses a 1 MB hostile message in under 10 ms", async () => {
+    const hostile = [
+      new Error("a".repeat(1_000_000)),
+      new Error(`${"(".repeat(500_000)}${"a@".repeat(250_000)}`),
+      new Error(`rate${" ".repeat(1_000_000)}limit`),
+      {
+        message: "x".repeat(1_000_000),
+        code: "y".repeat(1_000_000),
+        headers: { "retry-after": "9".repeat(1_000) },
+      },
+    ];
+    for (const error of hostile) {
+      const started = performance.now();
+      const d = await diagnose(error);
+      expect(performance.now() - started).toBeLessThan(10);
+      expect(d.pattern).toBe("UNKNOWN");
+    }
+  });
+
+  it("survives hostile getters and proxies", async () => {
+    const trap = new Proxy(
+      {},
+      {
+        get() {
+          throw new Error("trap");
+        },
+      },
+    );
+    expect((await diagnose(trap)).pattern).toBe("UNKNOWN");
+    const getter = Object.defineProperty(new Error("503 Service Unavailable"), "status", {
+      get() {
+        throw new Error("nope");
+      },
+    });
+    expect((await diagnose(getter)).pattern).toBe("SERVICE_DOWN");
+  });
+});
+
+describe("custom rules", () => {
+  const mine: Rule = {
+    name: "billing",
+    pattern: "AUTH",
+    confidence: 0.9,
+    match: { message: [/payment required/i] },
+    strategies: ["escalate_to_human"],
+  };
+
+  it("adds, replaces and reorders rules through a function of the defaults", async () => {
+    const { sh: custom } = virtualInstance({
+      diagnosis: {
+        rules: (defaults) => [
+          mine,
+          ...defaults.filter((r) => r.name !== "http-500"),
+          { name: "http-500", pattern: "TIMEOUT", confidence: 0.6, match: { status: [500] } },
+        ],
+      },
+    });
+    expect(await custom.diagnose(new Error("402 Payment Required"))).toMatchObject({
+      pattern: "AUTH",
+      rule: "billing",
+      strategies: ["escalate_to_human"],
+      cooldownMs: 0,
+    });
+    expect((await custom.diagnose(thrownFault("http_500"))).pattern).toBe("TIMEOUT");
+  });
+
+  it("a list replaces the defaults entirely", async () => {
+    const { sh: only } = virtualInstance({ diagnosis: { rules: [mine] } });
+    expect((await only.diagnose(thrownFault("rate_limit"))).pattern).toBe("UNKNOWN");
+  });
+
+  it.each([
+    ["unknown pattern", { ...mine, pattern: "SLOW" }, 'diagnosis.rules["billing"].pattern'],
+    [
+      "unknown strategy",
+      { ...mine, strategies: ["pray"] },
+      'diagnosis.rules["billing"].strategies',
+    ],
+    [
+      "nested quantifier",
+      { ...mine, match: { message: [/(a+)+$/] } },
+      'diagnosis.rules["billing"].match.message[0]',
+    ],
+    [
+      "backreference",
+      { ...mine, match: { message: [/(a)\1/] } },
+      'diagnosis.rules["billing"].match.message[0]',
+    ],
+    [
+      "string instead of RegExp",
+      { ...mine, match: { message: ["payment"] } },
+      'diagnosis.rules["billing"].match.message[0]',
+    ],
+    [
+      "global flag",
+      { ...mine, match: { message: [/payment/g] } },
+      'diagnosis.rules["billing"].match.message[0]',
+    ],
+    ["confidence above 1", { ...mine, confidence: 2 }, 'diagnosis.rules["billing"].confidence'],
+    ["empty matcher", { ...mine, match: {} }, 'diagnosis.rules["billing"].match'],
+    [
+      "unknown matcher field",
+      { ...mine, match: { text: [/x/] } },
+      'diagnosis.rules["billing"].match.text',
+    ],
+    [
+      "bad status",
+      { ...mine, match: [{ status: [42] }] },
+      'diagnosis.rules["billing"].match[0].status',
+    ],
+    ["unnamed rule", { ...mine, name: "" }, "diagnosis.rules[0].name"],
+  ])("rejects %s at construction, naming the rule", (_name, rule, field) => {
+    try {
+      virtualInstance({ diagnosis: { rules: [rule as Rule] } });
+      expect.unreachable();
+    } catch (e) {
+      expect(isSelfHealConfigError(e) && e.field).toBe(field);
+    }
+  });
+
+  it("rejects two rules with one name", () => {
+    expect(() => virtualInstance({ diagnosis: { rules: [mine, mine] } })).toThrow(
+      /two rules have this name/,
+    );
+  });
+});
+
+describe("through the wrapper", () => {
+  it("a low-confidence diagnosis rethrows the original error unchanged, and is recorded", async () => {
+    const otel = recordingProvider();
+    const { sh: low } = virtualInstance({
+      tracerProvider: otel.provider,
+      diagnosis: {
+        rules: [
+          { name: "maybe", pattern: "RATE_LIMIT", confidence: 0.3, match: { message: [/slow/] } },
+        ],
+      },
+    });
+    const original = Object.freeze(new Error("slow down"));
+    const seen: unknown[] = [];
+    low.on("diagnosis", (d) => seen.push(d));
+    const t = low.tool("t", { readOnly: true }, () => {
+      throw original;
+    });
+    expect(await t(undefined).catch((e: unknown) => e)).toBe(original);
+    expect(seen).toMatchObject([
+      { pattern: "RATE_LIMIT", confidence: 0.3, actionable: false, tool: "t" },
+    ]);
+    const span = otel.spans().find((s) => s.name === "agent.diagnosis");
+    expect(span?.attributes).toMatchObject({
+      "selfheal.diagnosis.pattern": "RATE_LIMIT",
+      "selfheal.diagnosis.rule": "maybe",
+      "selfheal.recovery.strategy": "none",
+    });
+  });
+
+  it("the diagnosis span carries the HTTP status and Retry-After", async () => {
+    const otel = recordingProvider();
+    const { sh: s } = virtualInstance({ tracerProvider: otel.provider });
+    const t = s.tool("pay", { readOnly: true }, () => {
+      throw new InjectedApiError(
+        httpFault("rate_limit", { retryAfterSeconds: 3 }) ?? expect.unreachable(),
+      );
+    });
+    await t(undefined).catch(() => undefined);
+    expect(otel.spans().find((x) => x.name === "agent.diagnosis")?.attributes).toEqual({
+      "selfheal.diagnosis.pattern": "RATE_LIMIT",
+      "selfheal.diagnosis.confidence": 0.95,
+      "selfheal.diagnosis.rule": "http-429",
+      "selfheal.diagnosis.cooldown_ms": 60_000,
+      "selfheal.diagnosis.retry_after_ms": 3_000,
+      "selfheal.recovery.strategy": "exponential_backoff_with_jitter",
+      "http.response.status_code": 429,
+    });
+  });
+});
