@@ -463,7 +463,8 @@ describe("through the wrapper", () => {
         ],
       },
     });
-    const original = Object.freeze(new Error("slow down"));
+    const original = new Error("slow down");
+    Object.freeze(original); // any change to the error would throw
     const seen: unknown[] = [];
     low.on("diagnosis", (d) => seen.push(d));
     const t = low.tool("t", { readOnly: true }, () => {

@@ -83,7 +83,9 @@ describe("each default pattern from real HTTP responses of the fake provider, th
   });
 
   it("HttpResponseError keeps at most 8 KiB of a huge body and the parsed error object", async () => {
-    const huge = new Response(`{"error":{"code":"x","pad":"${"a".repeat(5_000_000)}"}}`, { status: 500 });
+    const huge = new Response(`{"error":{"code":"x","pad":"${"a".repeat(5_000_000)}"}}`, {
+      status: 500,
+    });
     const error = await HttpResponseError.from(huge);
     expect(error.body.length).toBe(8 * 1024);
     expect(error.error).toBeUndefined(); // cut JSON is not parsed

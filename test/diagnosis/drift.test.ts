@@ -1,0 +1,166 @@
+import { describe, expect, it } from "vitest";
+import type { DriftEvent } from "../../src/index.js";
+import { virtualInstance } from "../helpers/engine.js";
+
+/** A provider whose rate-limit errors carry no status: only the wording tells what they are. */
+function wordyProvider(options: Parameters<typeof virtualInstance>[0] = {}) {
+  const { sh } = virtualInstance(options);
+  const drift: (DriftEvent & { agent: string })[] = [];
+  sh.on("diagnoser-drift", (e) => drift.push(e));
+  let wording = "Quota exceeded for quota metric 'requests per minute'";
+  const search = sh.tool("search", { readOnly: true }, () => {
+    throw new Error(wording);
+  });
+  const call = async (n: number) => {
+    for (let i = 0; i < n; i++) await search(undefined).catch(() => undefined);
+  };
+  return {
+    sh,
+    drift,
+    call,
+    switchWording: (w: string) => {
+      wording = w;
+    },
+  };
+}
+
+describe("wording drift", () => {
+  it("fires once when the UNKNOWN share crosses 5%, with the unknown texts kept (redacted)", async () => {
+    const p = wordyProvider();
+    await p.call(30);
+    expect(p.drift).toHaveLength(0);
+    expect(p.sh.unknownSamples()).toEqual([]);
+
+    p.switchWording("Slow down! Request budget for key owner ops@example.com spent");
+    await p.call(70);
+
+    const overall = p.drift.filter((e) => e.tool === undefined);
+    const perTool = p.drift.filter((e) => e.tool === "search");
+    expect(overall).toHaveLength(1);
+    expect(perTool).toHaveLength(1);
+    // 1 unknown in 31 is 3.2%; 2 in 32 is 6.25%: the second unknown crosses.
+    expect(overall[0]).toMatchObject({
+      agent: "test-agent",
+      samples: 32,
+      share: 2 / 32,
+      threshold: 0.05,
+    });
+    expect(overall[0]?.unknown.map((s) => s.text)).toEqual([
+      "Slow down! Request budget for key owner [REDACTED_EMAIL] spent",
+      "Slow down! Request budget for key owner [REDACTED_EMAIL] spent",
+    ]);
+    // The review keeps the latest 20.
+    const kept = p.sh.unknownSamples("search");
+    expect(kept).toHaveLength(20);
+    expect(kept.every((s) => s.tool === "search" && !s.text.includes("@"))).toBe(true);
+  });
+
+  it("says nothing before the minimum sample count, then fires at it", async () => {
+    const p = wordyProvider();
+    await p.call(5);
+    p.switchWording("Slow down!");
+    await p.call(14);
+    expect(p.drift).toHaveLength(0);
+    await p.call(1);
+    expect(p.drift.find((e) => e.tool === undefined)).toMatchObject({
+      samples: 20,
+      share: 15 / 20,
+    });
+    await p.call(50);
+    expect(p.drift.filter((e) => e.tool === undefined)).toHaveLength(1);
+  });
+
+  it("re-arms once the share falls back, and the window and minimum are configurable", async () => {
+    const p = wordyProvider({
+      diagnosis: { drift: { window: 10, minSamples: 10, threshold: 0.2 } },
+    });
+    p.switchWording("Slow down!");
+    await p.call(10);
+    expect(p.drift.filter((e) => e.tool === undefined)).toHaveLength(1);
+    p.switchWording("rate limit reached");
+    await p.call(10);
+    p.switchWording("Slow down!");
+    await p.call(3);
+    expect(p.drift.filter((e) => e.tool === undefined)).toHaveLength(2);
+  });
+});
+
+describe("escalateUnknown (advisory, off the call path)", () => {
+  it("is asked about UNKNOWN errors only; the call does not wait; the advice is recorded, not used", async () => {
+    const asked: string[] = [];
+    const { sh, clock } = virtualInstance({
+      diagnosis: {
+        escalateUnknown: async (_error, { text }) => {
+          asked.push(text);
+          await clock.sleep(1_000);
+          return {
+            pattern: "RATE_LIMIT",
+            confidence: 2,
+            note: "throttling; see key sk-proj-abcdefghijklmnopqrstu",
+          };
+        },
+      },
+    });
+    const advice: unknown[] = [];
+    sh.on("diagnosis-advice", (a) => advice.push(a));
+    const diagnoses: string[] = [];
+    sh.on("diagnosis", (d) => diagnoses.push(d.pattern));
+    const t = sh.tool("t", { readOnly: true }, (msg: string) => {
+      throw new Error(msg);
+    });
+    await t("the flux capacitor is misaligned").catch(() => undefined);
+    await t("503 Service Unavailable").catch(() => undefined);
+    expect(diagnoses).toEqual(["UNKNOWN", "SERVICE_DOWN"]);
+    expect(asked).toEqual(["the flux capacitor is misaligned"]);
+    expect(advice).toHaveLength(0); // the call returned before the advisor answered
+    await clock.advance(1_000);
+    expect(advice).toEqual([
+      {
+        agent: "test-agent",
+        tool: "t",
+        at: expect.any(Number) as number,
+        advice: {
+          pattern: "RATE_LIMIT",
+          confidence: 1,
+          note: "throttling; see key [REDACTED_KEY]",
+        },
+      },
+    ]);
+    expect(sh.unknownSamples("t")[0]?.advice?.advice?.pattern).toBe("RATE_LIMIT");
+  });
+
+  it("is time-boxed: a hung advisor is aborted and reported", async () => {
+    let signal: AbortSignal | undefined;
+    const { sh, clock } = virtualInstance({
+      diagnosis: {
+        escalateTimeoutMs: 2_000,
+        escalateUnknown: (_e, ctx) => {
+          signal = ctx.signal;
+          return new Promise(() => undefined);
+        },
+      },
+    });
+    const advice: { failure?: string }[] = [];
+    sh.on("diagnosis-advice", (a) => advice.push(a));
+    await sh
+      .tool("t", { readOnly: true }, () => Promise.reject(new Error("???")))(undefined)
+      .catch(() => undefined);
+    await clock.advance(2_000);
+    expect(signal?.aborted).toBe(true);
+    expect(advice[0]?.failure).toMatch(/did not answer within 2000 ms/);
+  });
+
+  it("an answer naming no known pattern is not kept", async () => {
+    const { sh, clock } = virtualInstance({
+      diagnosis: { escalateUnknown: () => ({ pattern: "GREMLINS" as never }) },
+    });
+    const advice: { failure?: string; advice?: unknown }[] = [];
+    sh.on("diagnosis-advice", (a) => advice.push(a));
+    await sh
+      .tool("t", { readOnly: true }, () => Promise.reject(new Error("???")))(undefined)
+      .catch(() => undefined);
+    await clock.advance(1);
+    expect(advice[0]).toMatchObject({ failure: 'answered an unknown pattern "GREMLINS"' });
+    expect(advice[0]?.advice).toBeUndefined();
+  });
+});

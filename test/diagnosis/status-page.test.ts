@@ -1,0 +1,140 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { systemClock } from "../../src/clock.js";
+import { StatusPageClient } from "../../src/diagnosis/status-page.js";
+import { ToolTimeoutError } from "../../src/index.js";
+import { VirtualClock } from "../../src/testing/index.js";
+import { virtualInstance } from "../helpers/engine.js";
+import { startServer } from "../helpers/http-server.js";
+
+type Mode = "operational" | "degraded" | "slow" | "garbage" | "500" | "no-indicator";
+let mode: Mode = "operational";
+let server: Awaited<ReturnType<typeof startServer>>;
+
+beforeAll(async () => {
+  // A Statuspage v2 server whose behaviour each test picks.
+  server = await startServer((req, res) => {
+    if (req.url !== "/api/v2/status.json") {
+      res.writeHead(404).end();
+      return;
+    }
+    const send = (indicator: string) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(
+        JSON.stringify({ page: { name: "Fake" }, status: { indicator, description: indicator } }),
+      );
+    };
+    switch (mode) {
+      case "operational": {
+        send("none");
+        return;
+      }
+      case "degraded": {
+        send("major");
+        return;
+      }
+      case "slow":
+        setTimeout(() => {
+          send("major");
+        }, 5_000).unref();
+        return;
+      case "garbage":
+        res.writeHead(200, { "content-type": "text/html" }).end("<html>we are fine</html>");
+        return;
+      case "500":
+        res.writeHead(500).end("oops");
+        return;
+      case "no-indicator":
+        res.writeHead(200, { "content-type": "application/json" }).end('{"status":{}}');
+        return;
+    }
+  });
+});
+afterAll(async () => {
+  await server.close();
+});
+
+describe("StatusPageClient against a real Statuspage server on 127.0.0.1", () => {
+  const fresh = () => new StatusPageClient({ clock: systemClock, timeoutMs: 200 });
+
+  it.each([
+    ["operational", "operational"],
+    ["degraded", "degraded"],
+    ["garbage", "unknown"],
+    ["500", "unknown"],
+    ["no-indicator", "unknown"],
+  ] as const)("%s page -> %s", async (m, expected) => {
+    mode = m;
+    expect(await fresh().state(server.url)).toBe(expected);
+  });
+
+  it("a slow page counts as unknown after the timeout", async () => {
+    mode = "slow";
+    const started = performance.now();
+    expect(await fresh().state(server.url)).toBe("unknown");
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+
+  it("a page that is down (nothing listening) counts as unknown", async () => {
+    const closed = await startServer(() => undefined);
+    await closed.close();
+    expect(await fresh().state(closed.url)).toBe("unknown");
+  });
+
+  it("concurrent reads share one request, and answers are cached for 30 s", async () => {
+    mode = "degraded";
+    const clock = new VirtualClock();
+    const client = new StatusPageClient({ clock });
+    const hitsBefore = server.hits;
+    const states = await Promise.all(Array.from({ length: 20 }, () => client.state(server.url)));
+    expect(new Set(states)).toEqual(new Set(["degraded"]));
+    expect(server.hits - hitsBefore).toBe(1);
+    mode = "operational";
+    await clock.advance(29_000);
+    expect(await client.state(server.url)).toBe("degraded");
+    await clock.advance(1_000);
+    expect(await client.state(server.url)).toBe("operational");
+    expect(server.hits - hitsBefore).toBe(2);
+  });
+});
+
+describe("status pages in diagnosis", () => {
+  it("a timeout while the provider's page reports an incident is SERVICE_DOWN; otherwise TIMEOUT", async () => {
+    const { sh } = virtualInstance({ diagnosis: { statusPages: { openai: server.url } } });
+    const timeout = new ToolTimeoutError("complete", 30_000);
+    mode = "degraded";
+    expect(await sh.diagnose(timeout, { tool: "complete", provider: "openai" })).toMatchObject({
+      pattern: "SERVICE_DOWN",
+      rule: "timeout-during-incident",
+      statusPage: "degraded",
+    });
+    // A tool with no page configured never waits on one.
+    expect(await sh.diagnose(timeout, { tool: "other" })).toMatchObject({
+      pattern: "TIMEOUT",
+      statusPage: "unknown",
+    });
+  });
+
+  it("a broken page never turns a timeout into an outage", async () => {
+    mode = "garbage";
+    const { sh } = virtualInstance({ diagnosis: { statusPages: { complete: server.url } } });
+    expect(
+      await sh.diagnose(new ToolTimeoutError("complete", 1), { tool: "complete" }),
+    ).toMatchObject({
+      pattern: "TIMEOUT",
+      statusPage: "unknown",
+    });
+  });
+
+  it("a 429 never consults the status page", async () => {
+    const { sh } = virtualInstance({ diagnosis: { statusPages: { complete: server.url } } });
+    const hits = server.hits;
+    await sh.diagnose(Object.assign(new Error("429"), { status: 429 }), { tool: "complete" });
+    expect(server.hits).toBe(hits);
+  });
+
+  it("rejects a status page that is not an http(s) URL", () => {
+    expect(() =>
+      virtualInstance({ diagnosis: { statusPages: { openai: "status.openai.com" } } }),
+    ).toThrow(/diagnosis\.statusPages\.openai/);
+  });
+});
