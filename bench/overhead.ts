@@ -6,7 +6,6 @@
  *
  * Run: npm run bench:overhead   (writes bench/results/overhead.json)
  */
-import { writeFileSync, mkdirSync } from "node:fs";
 import { context, type Tracer } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import {
@@ -15,43 +14,27 @@ import {
   type SpanExporter,
 } from "@opentelemetry/sdk-trace-base";
 import { ExportResultCode } from "@opentelemetry/core";
-import { Bench } from "tinybench";
 import { createSelfHealing } from "../src/index.js";
+import { measure, report } from "./harness.js";
 
-/** Calls per measured iteration: one async call is too short for a timer to see. */
 const BATCH = 100;
-/** Many short rounds, so a burst of machine noise hits every case alike; medians are kept. */
 const ROUNDS = 15;
 
 type Call = (q: string) => Promise<number>;
 const tool: Call = (q) => Promise.resolve(q.length);
 
-/** Median ns per call of each case, over ROUNDS interleaved tinybench runs. */
-async function measure(cases: Record<string, Call>): Promise<Record<string, number>> {
-  const samples: Record<string, number[]> = {};
-  for (let round = 0; round < ROUNDS; round++) {
-    const bench = new Bench({ time: 300, warmupTime: 100 });
-    for (const [name, fn] of Object.entries(cases)) {
-      bench.add(name, async () => {
-        for (let i = 0; i < BATCH; i++) await fn("weather in Paris");
-      });
-    }
-    await bench.run();
-    // Let the batch span processor drain between rounds, as it would between bursts.
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    for (const task of bench.tasks) {
-      const result = task.result;
-      if (result.state !== "completed") throw new Error(`${task.name}: ${result.state}`);
-      (samples[task.name] ??= []).push((result.latency.mean * 1e6) / BATCH);
-    }
-  }
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
-  return Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, median(v)]));
-}
+/** Median ns per call of each case. */
+const run = (cases: Record<string, Call>) =>
+  measure(
+    Object.fromEntries(
+      Object.entries(cases).map(([name, fn]) => [name, () => fn("weather in Paris")]),
+    ),
+    { batch: BATCH, rounds: ROUNDS, pauseMs: 50 },
+  );
 
 // Phase 1, as an app without an OpenTelemetry SDK runs: no context manager, no-op tracer.
 const noSdk = createSelfHealing({ agent: "bench" });
-const withoutSdk = await measure({
+const withoutSdk = await run({
   "bare async call": tool,
   "selfheal, no SDK": noSdk.tool("search", { readOnly: true }, tool),
 });
@@ -85,7 +68,7 @@ const bareSpan: Call = (q) =>
     },
   );
 const withSdk = createSelfHealing({ agent: "bench", tracerProvider: sdk });
-const withSdkNs = await measure({
+const withSdkNs = await run({
   "bare async call (SDK phase)": tool,
   "bare OTel span (SDK)": bareSpan,
   "selfheal, recording SDK": withSdk.tool("search", { readOnly: true }, tool),
@@ -100,8 +83,6 @@ const rows = Object.entries(ns).map(([name, value]) => ({
   "x bare call": +(value / bare).toFixed(2),
   "x bare span": +(value / span).toFixed(2),
 }));
-console.table(rows);
-
 const summary = {
   "selfheal without SDK, ns added per call (target <= 1000)": Math.round(
     (ns["selfheal, no SDK"] ?? NaN) - bare,
@@ -110,15 +91,5 @@ const summary = {
     (ns["selfheal, recording SDK"] ?? NaN) / span
   ).toFixed(2),
 };
-console.log(summary);
-
-mkdirSync(new URL("results/", import.meta.url), { recursive: true });
-writeFileSync(
-  new URL("results/overhead.json", import.meta.url),
-  JSON.stringify(
-    { node: process.version, batch: BATCH, rounds: ROUNDS, perCallNs: ns, rows, summary },
-    null,
-    2,
-  ) + "\n",
-);
+report("overhead", rows, summary, { batch: BATCH, rounds: ROUNDS, perCallNs: ns });
 await Promise.all([noSdk.close(), withSdk.close(), sdk.shutdown()]);
