@@ -1,4 +1,4 @@
-import type { HealthStatus } from "./telemetry/conventions.js";
+import type { HealthStatus, Pattern } from "./telemetry/conventions.js";
 
 /**
  * Marker that survives duplicate copies of the package (two versions in one `node_modules`):
@@ -13,7 +13,11 @@ export type SelfHealErrorCode =
   | "SELFHEAL_TOOL_TIMEOUT"
   | "SELFHEAL_CLOSED"
   | "SELFHEAL_EMPTY_RESPONSE"
-  | "SELFHEAL_HTTP_RESPONSE";
+  | "SELFHEAL_HTTP_RESPONSE"
+  | "SELFHEAL_CIRCUIT_OPEN"
+  | "SELFHEAL_ESCALATED"
+  | "SELFHEAL_BUDGET_EXHAUSTED"
+  | "SELFHEAL_READ_ONLY";
 
 /** Base class of every error selfheal throws. */
 export abstract class SelfHealError extends Error {
@@ -175,3 +179,72 @@ function parseErrorBody(body: string): Record<string, unknown> | undefined {
 
 export const isHttpResponseError = (e: unknown): e is HttpResponseError =>
   hasCode(e, "SELFHEAL_HTTP_RESPONSE");
+
+/** The dependency's circuit is open: the call failed fast, nothing was sent. */
+export class CircuitOpenError extends SelfHealError {
+  readonly code = "SELFHEAL_CIRCUIT_OPEN";
+  override readonly name = "CircuitOpenError";
+  constructor(
+    readonly dependency: string,
+    /** When the breaker lets a probe through, ms from now. */
+    readonly retryAfterMs: number,
+  ) {
+    super(
+      `selfheal: circuit for "${dependency}" is open; next probe in ${Math.ceil(retryAfterMs / 1000)} s`,
+    );
+  }
+}
+export const isCircuitOpenError = (e: unknown): e is CircuitOpenError =>
+  hasCode(e, "SELFHEAL_CIRCUIT_OPEN");
+
+/** Recovery ran out of options and a human was notified. `cause` is the last error. */
+export class HumanEscalationRequiredError extends SelfHealError {
+  readonly code = "SELFHEAL_ESCALATED";
+  override readonly name = "HumanEscalationRequiredError";
+  constructor(
+    readonly tool: string,
+    readonly pattern: Pattern,
+    /** Whether a notification went out (false when throttled or no notifier is set). */
+    readonly notified: boolean,
+    options: { cause: unknown },
+  ) {
+    super(
+      `selfheal: "${tool}" failed with ${pattern} and could not be recovered; escalated to a human`,
+      options,
+    );
+  }
+}
+export const isHumanEscalationRequiredError = (e: unknown): e is HumanEscalationRequiredError =>
+  hasCode(e, "SELFHEAL_ESCALATED");
+
+/** The task's recovery budget would be exceeded by another attempt. `cause` is the last error. */
+export class RecoveryBudgetExhaustedError extends SelfHealError {
+  readonly code = "SELFHEAL_BUDGET_EXHAUSTED";
+  override readonly name = "RecoveryBudgetExhaustedError";
+  constructor(
+    readonly tool: string,
+    readonly spentUsd: number,
+    readonly budgetUsd: number,
+    options: { cause: unknown },
+  ) {
+    super(
+      `selfheal: recovery budget of $${budgetUsd.toFixed(4)} for this task is spent ($${spentUsd.toFixed(4)}); "${tool}" not retried`,
+      options,
+    );
+  }
+}
+export const isRecoveryBudgetExhaustedError = (e: unknown): e is RecoveryBudgetExhaustedError =>
+  hasCode(e, "SELFHEAL_BUDGET_EXHAUSTED");
+
+/** Recovery degraded the agent to read-only; writes are refused until health recovers. */
+export class ReadOnlyModeError extends SelfHealError {
+  readonly code = "SELFHEAL_READ_ONLY";
+  override readonly name = "ReadOnlyModeError";
+  constructor(readonly tool: string) {
+    super(
+      `selfheal: write tool "${tool}" refused: recovery degraded the agent to read-only until health recovers (nothing was sent)`,
+    );
+  }
+}
+export const isReadOnlyModeError = (e: unknown): e is ReadOnlyModeError =>
+  hasCode(e, "SELFHEAL_READ_ONLY");

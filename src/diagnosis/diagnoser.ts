@@ -5,7 +5,7 @@ import {
   type StrategyName,
 } from "../telemetry/conventions.js";
 import { readErrorFacts, type ErrorFacts } from "./error-facts.js";
-import { DEFAULT_CHAINS, matchesFacts, type CompiledRule } from "./rules.js";
+import { DEFAULT_CHAINS, matchesFacts, type CompiledRule, type PlanStep } from "./rules.js";
 import type { StatusPageClient, StatusPageState } from "./status-page.js";
 
 /** Below this confidence selfheal does not act on a diagnosis: the original error is rethrown. */
@@ -19,7 +19,7 @@ export interface Diagnosis {
   /** Name of the rule that matched; `none` for UNKNOWN. */
   rule: string;
   /** The recovery chain, in order (may be empty: the error is passed on). */
-  strategies: readonly StrategyName[];
+  strategies: readonly PlanStep[];
   cooldownMs: number;
   /** False for patterns that must never be retried on the same route. */
   retryable: boolean;

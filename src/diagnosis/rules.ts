@@ -21,6 +21,22 @@ export interface Matcher {
   statusPageDegraded?: true;
 }
 
+/**
+ * One step of a recovery chain: a strategy, optionally with its number of attempts
+ * (`{ strategy: "retry_with_longer_timeout", attempts: 2 }`).
+ */
+export type PlanStep = StrategyName | { strategy: StrategyName; attempts?: number };
+
+/** The strategy of a plan step, with its attempts (undefined: the strategy's default). */
+export function normalizeStep(step: PlanStep): {
+  strategy: StrategyName;
+  attempts: number | undefined;
+} {
+  return typeof step === "string"
+    ? { strategy: step, attempts: undefined }
+    : { strategy: step.strategy, attempts: step.attempts };
+}
+
 /** One row of the ordered rule table: the first rule that matches decides. */
 export interface Rule {
   /** Stable id, written on the diagnosis span (`selfheal.diagnosis.rule`). */
@@ -31,16 +47,16 @@ export interface Rule {
   /** Matches when any of the matchers matches. */
   match: Matcher | readonly Matcher[];
   /** Recovery chain to run, in order; default: the pattern's chain (DEFAULT_CHAINS). */
-  strategies?: readonly StrategyName[];
+  strategies?: readonly PlanStep[];
   /** How long to keep away from the failing route, ms; default: the pattern's. */
   cooldownMs?: number;
 }
 
 /** Default recovery chain of each pattern. Non-retryable patterns never retry the same route. */
-export const DEFAULT_CHAINS: Record<Pattern, readonly StrategyName[]> = {
+export const DEFAULT_CHAINS: Record<Pattern, readonly PlanStep[]> = {
   RATE_LIMIT: ["exponential_backoff_with_jitter", "failover_to_secondary", "escalate_to_human"],
   TIMEOUT: [
-    "retry_with_longer_timeout",
+    { strategy: "retry_with_longer_timeout", attempts: 2 },
     "failover_to_secondary",
     "circuit_break",
     "escalate_to_human",
@@ -270,7 +286,7 @@ export interface CompiledRule {
   name: string;
   pattern: Pattern;
   confidence: number;
-  strategies: readonly StrategyName[];
+  strategies: readonly PlanStep[];
   cooldownMs: number;
   matchers: readonly CompiledMatcher[];
   /** Whether any matcher needs the status page (read only when the rest already matched). */
@@ -418,6 +434,35 @@ function compileMatcher(value: unknown, field: string): CompiledMatcher {
   return compiled;
 }
 
+/** Validates a recovery chain: known strategy names, optional whole `attempts` >= 1. */
+export function checkPlan(plan: unknown, field: string): void {
+  check(Array.isArray(plan), field, "expected a list of strategies");
+  (plan as unknown[]).forEach((step, i) => {
+    const name =
+      typeof step === "object" && step !== null ? (step as { strategy?: unknown }).strategy : step;
+    check(
+      STRATEGIES.includes(name as StrategyName),
+      `${field}[${i}]`,
+      `unknown strategy ${JSON.stringify(name)} (known: ${STRATEGIES.join(", ")})`,
+    );
+    if (typeof step === "object" && step !== null) {
+      const extra = Object.keys(step).filter((k) => k !== "strategy" && k !== "attempts");
+      check(
+        extra.length === 0,
+        `${field}[${i}].${extra[0] ?? ""}`,
+        "unknown step field (known: strategy, attempts)",
+      );
+      const attempts = (step as { attempts?: unknown }).attempts;
+      check(
+        attempts === undefined ||
+          (Number.isInteger(attempts) && (attempts as number) >= 1 && (attempts as number) <= 100),
+        `${field}[${i}].attempts`,
+        "expected a whole number from 1 to 100",
+      );
+    }
+  });
+}
+
 const RULE_KEYS = ["name", "pattern", "confidence", "match", "strategies", "cooldownMs"];
 
 /** Validates a rule table and prepares it for matching; a bad rule is named in the error. */
@@ -456,20 +501,7 @@ export function compileRules(rules: unknown): CompiledRule[] {
       `${field}.confidence`,
       "expected a number from 0 to 1",
     );
-    if (r.strategies !== undefined) {
-      check(
-        Array.isArray(r.strategies),
-        `${field}.strategies`,
-        "expected a list of strategy names",
-      );
-      for (const s of r.strategies as unknown[]) {
-        check(
-          STRATEGIES.includes(s as StrategyName),
-          `${field}.strategies`,
-          `unknown strategy ${JSON.stringify(s)} (known: ${STRATEGIES.join(", ")})`,
-        );
-      }
-    }
+    if (r.strategies !== undefined) checkPlan(r.strategies, `${field}.strategies`);
     if (r.cooldownMs !== undefined) {
       check(
         typeof r.cooldownMs === "number" && Number.isFinite(r.cooldownMs) && r.cooldownMs >= 0,

@@ -1,6 +1,7 @@
 import { SpanKind, type Context } from "@opentelemetry/api";
 import { askAdvisor } from "../diagnosis/advisor.js";
 import type { Diagnosis } from "../diagnosis/diagnoser.js";
+import { normalizeStep } from "../diagnosis/rules.js";
 import {
   ATTR_DIAGNOSIS_CONFIDENCE,
   ATTR_DIAGNOSIS_COOLDOWN_MS,
@@ -45,9 +46,10 @@ export async function diagnoseFailure(
   span.setAttribute(ATTR_DIAGNOSIS_CONFIDENCE, diagnosis.confidence);
   span.setAttribute(ATTR_DIAGNOSIS_RULE, diagnosis.rule);
   span.setAttribute(ATTR_DIAGNOSIS_COOLDOWN_MS, diagnosis.cooldownMs);
+  const first = diagnosis.actionable ? diagnosis.strategies[0] : undefined;
   span.setAttribute(
     ATTR_RECOVERY_STRATEGY,
-    diagnosis.actionable ? (diagnosis.strategies[0] ?? "none") : "none",
+    first === undefined ? "none" : normalizeStep(first).strategy,
   );
   if (diagnosis.retryAfterMs !== undefined)
     span.setAttribute(ATTR_DIAGNOSIS_RETRY_AFTER_MS, diagnosis.retryAfterMs);

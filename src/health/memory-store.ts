@@ -1,5 +1,6 @@
 import {
   DEFAULT_WINDOWS,
+  failedAttempts,
   type AgentSignals,
   type CallRecord,
   type ScopeSignals,
@@ -38,7 +39,12 @@ export class MemorySignalStore implements SignalStore {
     if (record.outcome === "blocked") return;
     const agent = this.agent(record.agent);
     const tool = this.tool(agent, record.tool);
-    tool.calls.add(now, record.outcome !== "error", record.durationMs);
+    tool.calls.add(
+      now,
+      record.outcome === "error" ? 0 : 1,
+      failedAttempts(record),
+      record.durationMs,
+    );
     if (record.empty !== undefined) {
       tool.llm.add(record.empty);
       agent.llm.add(record.empty);
@@ -46,7 +52,8 @@ export class MemorySignalStore implements SignalStore {
   }
 
   recordTask(record: TaskRecord, now: number): void {
-    this.agent(record.agent).tasks.add(now, record.outcome === "completed");
+    const completed = record.outcome === "completed";
+    this.agent(record.agent).tasks.add(now, completed ? 1 : 0, completed ? 0 : 1);
   }
 
   read(agentName: string, now: number): AgentSignals {

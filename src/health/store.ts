@@ -13,6 +13,17 @@ export interface CallRecord {
   durationMs: number;
   /** Set for LLM calls only: whether the response was empty. */
   empty?: boolean | undefined;
+  /**
+   * Attempts that failed, recovery included (default: 1 for an error, else 0). They count
+   * against the success rate: a call that recovered on the secondary still shows the primary
+   * failing.
+   */
+  failedAttempts?: number | undefined;
+}
+
+/** Failed attempts of a call record, with the default. */
+export function failedAttempts(record: CallRecord): number {
+  return record.failedAttempts ?? (record.outcome === "error" ? 1 : 0);
 }
 
 /** One finished task. */

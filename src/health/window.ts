@@ -95,11 +95,11 @@ export class RollingWindow {
       : undefined;
   }
 
-  /** Records one event at time `now`. */
-  add(now: number, ok: boolean, latencyMs?: number): void {
+  /** Records `ok` good and `failed` bad events at time `now`, and one latency sample. */
+  add(now: number, ok: number, failed: number, latencyMs?: number): void {
     const slot = this.slotFor(now);
-    if (ok) this.ok[slot] = (this.ok[slot] ?? 0) + 1;
-    else this.failed[slot] = (this.failed[slot] ?? 0) + 1;
+    this.ok[slot] = (this.ok[slot] ?? 0) + ok;
+    this.failed[slot] = (this.failed[slot] ?? 0) + failed;
     if (this.latency && latencyMs !== undefined) {
       const hist = (this.latency[slot] ??= new Float64Array(LATENCY_BUCKET_COUNT));
       const i = latencyBucket(latencyMs);

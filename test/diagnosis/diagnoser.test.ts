@@ -301,7 +301,7 @@ describe("default rules", () => {
       status: 503,
     });
     expect((await diagnose(new APIConnectionTimeoutError())).strategies).toEqual([
-      "retry_with_longer_timeout",
+      { strategy: "retry_with_longer_timeout", attempts: 2 },
       "failover_to_secondary",
       "circuit_break",
       "escalate_to_human",
@@ -401,7 +401,7 @@ describe("custom rules", () => {
     [
       "unknown strategy",
       { ...mine, strategies: ["pray"] },
-      'diagnosis.rules["billing"].strategies',
+      'diagnosis.rules["billing"].strategies[0]',
     ],
     [
       "nested quantifier",

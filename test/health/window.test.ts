@@ -18,16 +18,16 @@ const T0 = Date.UTC(2026, 0, 1);
 describe("RollingWindow", () => {
   it("counts only the buckets inside the window", () => {
     const w = new RollingWindow({ windowMs: 60_000, buckets: 6, latency: false });
-    w.add(T0, true);
-    w.add(T0 + 10_000, false);
-    w.add(T0 + 50_000, true);
+    w.add(T0, 1, 0);
+    w.add(T0 + 10_000, 0, 1);
+    w.add(T0 + 50_000, 1, 0);
     expect(w.totals(T0 + 50_000)).toMatchObject({ ok: 2, failed: 1 });
     // At +65 s the first bucket (0-10 s) has left the window.
     expect(w.totals(T0 + 65_000)).toMatchObject({ ok: 1, failed: 1 });
     expect(w.totals(T0 + 65_000, 20_000)).toMatchObject({ ok: 1, failed: 0 });
     // Long after, everything has expired; a reused slot starts from zero.
     expect(w.totals(T0 + 3_600_000)).toMatchObject({ ok: 0, failed: 0 });
-    w.add(T0 + 3_600_000, false);
+    w.add(T0 + 3_600_000, 0, 1);
     expect(w.totals(T0 + 3_600_000)).toMatchObject({ ok: 0, failed: 1 });
   });
 
@@ -59,8 +59,8 @@ describe("RollingWindow", () => {
   it("windows from several workers merge by addition", () => {
     const a = new RollingWindow({ windowMs: 60_000, buckets: 60, latency: true });
     const b = new RollingWindow({ windowMs: 60_000, buckets: 60, latency: true });
-    for (let i = 0; i < 100; i++) a.add(T0 + i * 100, true, 10);
-    for (let i = 0; i < 100; i++) b.add(T0 + i * 100, i % 2 === 0, 1_000);
+    for (let i = 0; i < 100; i++) a.add(T0 + i * 100, 1, 0, 10);
+    for (let i = 0; i < 100; i++) b.add(T0 + i * 100, i % 2 === 0 ? 1 : 0, i % 2 === 0 ? 0 : 1, 1_000);
     const merged = a.totals(T0 + 10_000);
     addTotals(merged, b.totals(T0 + 10_000));
     expect(merged.ok).toBe(150);

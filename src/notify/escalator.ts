@@ -1,0 +1,64 @@
+import type { Clock } from "../clock.js";
+import { withDeadline } from "../deadline.js";
+import { describeThrown, redact } from "../telemetry/redact.js";
+import type { Alert, Notifier } from "./notifier.js";
+import { AlertThrottle } from "./throttle.js";
+
+export interface EscalatorOptions {
+  notifiers: readonly Notifier[];
+  /** One alert of a kind per period, ms (default 10 min). */
+  throttleMs: number;
+  /** Per notifier and alert, ms (default 5 s). */
+  timeoutMs: number;
+  clock: Clock;
+  logger: { warn(message: string): void };
+  /** Counts each alert per channel, sent or suppressed. */
+  onAlert(channel: string, suppressed: boolean): void;
+}
+
+export const DEFAULT_THROTTLE_MS = 10 * 60_000;
+export const DEFAULT_NOTIFY_TIMEOUT_MS = 5_000;
+
+/**
+ * Sends alerts to every notifier, throttled per kind, each send bounded by a timeout. A notifier
+ * that fails or hangs is logged and never breaks the agent.
+ */
+export class Escalator {
+  private readonly throttle: AlertThrottle;
+
+  constructor(private readonly options: EscalatorOptions) {
+    this.throttle = new AlertThrottle(options.throttleMs);
+  }
+
+  /** True when at least one notifier took the alert. */
+  async escalate(alert: Omit<Alert, "suppressed">): Promise<boolean> {
+    const { notifiers, clock, logger } = this.options;
+    const { send, suppressed } = this.throttle.admit(alert.kind, alert.at);
+    if (!send) {
+      for (const n of notifiers) this.options.onAlert(n.channel, true);
+      return false;
+    }
+    const full: Alert = { ...alert, suppressed };
+    const results = await Promise.all(
+      notifiers.map(async (notifier) => {
+        this.options.onAlert(notifier.channel, false);
+        const controller = new AbortController();
+        try {
+          await withDeadline(() => notifier.send(full, controller.signal), {
+            controller,
+            timeoutMs: this.options.timeoutMs,
+            timeoutError: () => new Error(`no answer within ${this.options.timeoutMs} ms`),
+            clock,
+          });
+          return true;
+        } catch (error) {
+          logger.warn(
+            `selfheal: ${notifier.channel} notifier failed (alert dropped): ${redact(describeThrown(error))}`,
+          );
+          return false;
+        }
+      }),
+    );
+    return results.includes(true);
+  }
+}

@@ -1,0 +1,34 @@
+/** A provider a tool can fail over to, with what it costs. */
+export interface ProviderConfig {
+  name: string;
+  /** Price per 1,000 tokens reported through `ctx.reportUsage` (input and output alike). */
+  usdPer1kTokens?: number;
+  /** Price of a call that reports nothing (and the expected cost of the next attempt). */
+  usdPerCall?: number;
+  /**
+   * Keeps a secondary warm: called every `warmupIntervalMs` (default 15 min) on an unref'd timer;
+   * the outcome counts in the provider's breaker, so a dead secondary is skipped by failover.
+   */
+  warmup?: (signal: AbortSignal) => Promise<unknown>;
+}
+
+/** Token counts an attempt reports. */
+export interface Usage {
+  inputTokens?: number;
+  outputTokens?: number;
+}
+
+/** Cost of one attempt: reported cost, else tokens at the provider's price, else its per-call price. */
+export function attemptCost(
+  provider: ProviderConfig | undefined,
+  reportedUsd: number | undefined,
+  usage: Usage | undefined,
+): number {
+  if (reportedUsd !== undefined) return reportedUsd;
+  if (usage && provider?.usdPer1kTokens !== undefined) {
+    return (
+      (((usage.inputTokens ?? 0) + (usage.outputTokens ?? 0)) / 1000) * provider.usdPer1kTokens
+    );
+  }
+  return provider?.usdPerCall ?? 0;
+}
