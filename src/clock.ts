@@ -8,8 +8,11 @@ export interface Clock {
   now(): number;
   /** Resolves after `ms`; rejects with the signal's reason if it is aborted first. */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
-  /** Calls `callback` once after `ms`; returns a function that cancels it. */
-  setTimer(ms: number, callback: () => void): () => void;
+  /**
+   * Calls `callback` once after `ms`; returns a function that cancels it. An `unref` timer does
+   * not keep the process alive (background work such as warm-up probes).
+   */
+  setTimer(ms: number, callback: () => void, options?: { unref?: boolean }): () => void;
 }
 
 /** The reason a signal was aborted with, or a standard AbortError. */
@@ -40,8 +43,9 @@ export const systemClock: Clock = {
       signal?.addEventListener("abort", onAbort, { once: true });
     });
   },
-  setTimer(ms, callback) {
+  setTimer(ms, callback, options) {
     const timer = setTimeout(callback, ms);
+    if (options?.unref) timer.unref();
     return () => {
       clearTimeout(timer);
     };

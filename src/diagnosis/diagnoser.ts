@@ -1,9 +1,5 @@
 import type { Clock } from "../clock.js";
-import {
-  NON_RETRYABLE_PATTERNS,
-  type Pattern,
-  type StrategyName,
-} from "../telemetry/conventions.js";
+import { NON_RETRYABLE_PATTERNS, type Pattern } from "../telemetry/conventions.js";
 import { readErrorFacts, type ErrorFacts } from "./error-facts.js";
 import { DEFAULT_CHAINS, matchesFacts, type CompiledRule, type PlanStep } from "./rules.js";
 import type { StatusPageClient, StatusPageState } from "./status-page.js";

@@ -1,3 +1,5 @@
+import type { Usage } from "../recovery/providers.js";
+
 /** Whether the agent may write: `read-only` while health is critical. */
 export type CallMode = "normal" | "read-only";
 
@@ -18,6 +20,10 @@ export interface CallContext {
   readonly toolCallId: string | undefined;
   /** Id of the enclosing `task()`, if any. */
   readonly taskId: string | undefined;
+  /** Reports what this attempt cost, in USD (counts against the task's recovery budget). */
+  reportCost(usd: number): void;
+  /** Reports the tokens this attempt used; priced with the provider's `usdPer1kTokens`. */
+  reportUsage(usage: Usage): void;
 }
 
 /**
@@ -36,7 +42,22 @@ export class AttemptContext implements CallContext {
     private controller?: AbortController,
   ) {}
 
+  /** What the tool reported about this attempt's cost. */
+  reportedUsd: number | undefined;
+  usage: Usage | undefined;
+
   get signal(): AbortSignal {
     return (this.controller ??= new AbortController()).signal;
+  }
+
+  reportCost(usd: number): void {
+    if (Number.isFinite(usd) && usd >= 0) this.reportedUsd = (this.reportedUsd ?? 0) + usd;
+  }
+
+  reportUsage(usage: Usage): void {
+    this.usage = {
+      inputTokens: (this.usage?.inputTokens ?? 0) + (usage.inputTokens ?? 0),
+      outputTokens: (this.usage?.outputTokens ?? 0) + (usage.outputTokens ?? 0),
+    };
   }
 }

@@ -19,7 +19,6 @@ import type { Engine } from "./tool.js";
 /** The tool a diagnosis is about. */
 export interface DiagnosedTool {
   name: string;
-  provider: string | undefined;
   labels: ToolMetricLabels;
 }
 
@@ -31,14 +30,17 @@ export interface DiagnosedTool {
 export async function diagnoseFailure(
   engine: Engine,
   tool: DiagnosedTool,
+  provider: string | undefined,
   error: unknown,
   /** Redacted, cut text of the error (already made for the error span). */
   message: string,
   parent: Context,
   taskId: string | undefined,
+  /** The call's first failure (an incident), not a recovery attempt's. */
+  incident: boolean,
 ): Promise<Diagnosis> {
   const { options, diagnoser, tracer, events } = engine;
-  const diagnosis = await diagnoser.diagnose(error, { tool: tool.name, provider: tool.provider });
+  const diagnosis = await diagnoser.diagnose(error, { tool: tool.name, provider });
   const at = options.clock.now();
 
   const span = tracer.startSpan(SPAN_DIAGNOSIS, { kind: SpanKind.INTERNAL }, parent);
@@ -59,7 +61,7 @@ export async function diagnoseFailure(
     span.setAttribute(ATTR_DIAGNOSIS_STATUS_PAGE, diagnosis.statusPage);
   span.end();
 
-  engine.metrics.diagnosis(tool.labels, diagnosis.pattern, true);
+  engine.metrics.diagnosis(tool.labels, diagnosis.pattern, incident);
   engine.drift.record(tool.name, diagnosis.pattern, message, at);
   if (events.has("diagnosis")) {
     events.emit("diagnosis", {

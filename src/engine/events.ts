@@ -2,6 +2,8 @@ import type { AdviceOutcome } from "../diagnosis/advisor.js";
 import type { Diagnosis } from "../diagnosis/diagnoser.js";
 import type { DriftEvent } from "../diagnosis/drift.js";
 import type { StatusChangeEvent } from "../health/evaluator.js";
+import type { BreakerState } from "../recovery/breaker.js";
+import type { RecoveryEvent } from "./recovery-step.js";
 import type { CallRecord } from "../health/store.js";
 import { describeThrown, redact } from "../telemetry/redact.js";
 import type { Logger } from "./options.js";
@@ -35,6 +37,12 @@ export interface SelfHealEvents {
   "diagnoser-drift": DriftEvent & { agent: string };
   /** The `escalateUnknown` advisor answered (or failed to) about an UNKNOWN error. */
   "diagnosis-advice": AdviceOutcome & { agent: string; at: number };
+  /** A failed call's recovery finished (recovered, failed, escalated or out of budget). */
+  recovery: RecoveryEvent;
+  /** A dependency's circuit breaker changed state. */
+  "circuit-change": { agent: string; dependency: string; state: BreakerState; at: number };
+  /** A warm-up probe of a secondary provider finished. */
+  warmup: { provider: string; ok: boolean; at: number; error?: string };
 }
 
 export type Listener<T> = (event: T) => void;

@@ -19,6 +19,14 @@ import {
   DEFAULT_STATUS_PAGE_CACHE_MS,
   DEFAULT_STATUS_PAGE_TIMEOUT_MS,
 } from "../diagnosis/status-page.js";
+import type { Notifier } from "../notify/notifier.js";
+import { DEFAULT_NOTIFY_TIMEOUT_MS, DEFAULT_THROTTLE_MS } from "../notify/escalator.js";
+import { DEFAULT_BACKOFF, type BackoffOptions } from "../recovery/backoff.js";
+import { DEFAULT_BREAKER, type BreakerOptions } from "../recovery/breaker.js";
+import { DEFAULT_LEDGER, type LedgerOptions } from "../recovery/idempotency.js";
+import type { ProviderConfig } from "../recovery/providers.js";
+import { checkPlan, type PlanStep } from "../diagnosis/rules.js";
+import { PATTERNS, type Pattern } from "../telemetry/conventions.js";
 import type { CallContext } from "./call-context.js";
 
 /** Where selfheal writes its own warnings (a listener that threw, a store that failed). */
@@ -57,6 +65,40 @@ export interface DiagnosisOptions {
   escalateTimeoutMs?: number;
 }
 
+/** Recovery chains by pattern, overriding the rules' chains. */
+export type Plans = Partial<Record<Pattern, readonly PlanStep[]>>;
+
+export interface RecoveryOptions {
+  /** Providers tools can fail over to, with prices; a tool lists its own in `providers`. */
+  providers?: ProviderConfig[];
+  /** Chains by pattern for every tool (a tool's own `plans` win). */
+  plans?: Plans;
+  /** exponential_backoff_with_jitter: `baseMs` 1000, `factor` 2, `maxAttempts` 5, `jitter` 0.3, `maxRetryAfterMs` 60000. */
+  backoff?: Partial<BackoffOptions>;
+  /** retry_with_longer_timeout: doublings (default 3). */
+  maxTimeoutDoublings?: number;
+  /** retry_with_longer_timeout: the timeout doubled when a tool has none, ms (default 30000). */
+  baseTimeoutMs?: number;
+  /** `openMs` 15 min, `probeTimeoutMs` 10 s, `failureRate` 0.5 over `minimumAttempts` 10 in `windowMs` 60 s. */
+  breaker?: Partial<BreakerOptions>;
+  /** Recovery spend allowed per task, USD (default 1). */
+  budgetUsd?: number;
+  /** Idempotency ledger: `ttlMs` 24 h, `maxEntries` 10000. */
+  ledger?: Partial<LedgerOptions>;
+  /** Where escalations go (`selfheal/notify`); none by default. */
+  notifiers?: Notifier[];
+  /** One alert of a kind per period, ms (default 10 min). */
+  throttleMs?: number;
+  /** Per notifier send, ms (default 5000). */
+  notifyTimeoutMs?: number;
+  /** Warm-up probe period for providers with `warmup`, ms (default 15 min). */
+  warmupIntervalMs?: number;
+  /** Append every recovery event to this JSONL file. */
+  eventLog?: string;
+  /** Source of jitter (default Math.random); the simulator passes a seeded one. */
+  random?: () => number;
+}
+
 export interface SelfHealingOptions {
   /** Agent name: `gen_ai.agent.name` and the `agent` label of every metric. */
   agent: string;
@@ -70,6 +112,7 @@ export interface SelfHealingOptions {
   meterProvider?: MeterProvider;
   health?: HealthOptions;
   diagnosis?: DiagnosisOptions;
+  recovery?: RecoveryOptions;
   /** Put tool arguments (redacted, truncated) on spans. Off by default: they may hold user data. */
   recordArguments?: boolean;
   /** Put tool results (redacted, truncated) on spans. Off by default. */
@@ -97,6 +140,15 @@ export interface ToolOptions<A = unknown, R = unknown> {
   provider?: string;
   /** `gen_ai.tool.type` (`function`, `extension`, `datastore`); not set when omitted. */
   type?: string;
+  /**
+   * Providers this tool can use, primary first, each declared in `recovery.providers`: the call
+   * context's `provider` says which one to call. Default: `[provider]` when set.
+   */
+  providers?: readonly string[];
+  /** Recovery chains by pattern for this tool. */
+  plans?: Plans;
+  /** Answer to give while every route's circuit is open (instead of CircuitOpenError). */
+  fallback?: (args: A, error: unknown) => R | Promise<R>;
 }
 
 /** Options passed by the caller of a wrapped tool, per call. */
@@ -114,6 +166,23 @@ export interface CallOptions {
 export type ToolFunction<A, R> = (args: A, context: CallContext) => R | Promise<R>;
 
 /** Options after validation, with every default filled in. */
+export interface ResolvedRecovery {
+  providers: Map<string, ProviderConfig>;
+  plans: Plans;
+  backoff: BackoffOptions;
+  maxTimeoutDoublings: number;
+  baseTimeoutMs: number;
+  breaker: BreakerOptions;
+  budgetUsd: number;
+  ledger: LedgerOptions;
+  notifiers: Notifier[];
+  throttleMs: number;
+  notifyTimeoutMs: number;
+  warmupIntervalMs: number;
+  eventLog: string | undefined;
+  random: () => number;
+}
+
 export interface ResolvedOptions {
   agent: string;
   store: SignalStore;
@@ -132,6 +201,7 @@ export interface ResolvedOptions {
   drift: DriftOptions;
   escalateUnknown: EscalateUnknown | undefined;
   escalateTimeoutMs: number;
+  recovery: ResolvedRecovery;
   recordArguments: boolean;
   recordResults: boolean;
   maxErrorLength: number;
@@ -244,6 +314,7 @@ const TOP_LEVEL = [
   "meterProvider",
   "health",
   "diagnosis",
+  "recovery",
   "recordArguments",
   "recordResults",
   "maxErrorLength",
@@ -346,6 +417,7 @@ export function resolveOptions(input: unknown): ResolvedOptions {
     cacheMs: (health.cacheMs as number | undefined) ?? DEFAULT_STATUS_CACHE_MS,
     baselineTauMs: (health.baselineTauMs as number | undefined) ?? DEFAULT_BASELINE_TAU_MS,
     ...diagnosis,
+    recovery: resolveRecovery(o.recovery),
     recordArguments: opts.recordArguments ?? false,
     recordResults: opts.recordResults ?? false,
     maxErrorLength: opts.maxErrorLength ?? DEFAULT_MAX_TEXT_LENGTH,
@@ -403,6 +475,151 @@ function resolveDiagnosis(input: unknown) {
   };
 }
 
+const RECOVERY_KEYS = [
+  "providers",
+  "plans",
+  "backoff",
+  "maxTimeoutDoublings",
+  "baseTimeoutMs",
+  "breaker",
+  "budgetUsd",
+  "ledger",
+  "notifiers",
+  "throttleMs",
+  "notifyTimeoutMs",
+  "warmupIntervalMs",
+  "eventLog",
+  "random",
+] as const satisfies readonly (keyof RecoveryOptions)[];
+
+function plans(value: unknown, field: string): Plans {
+  const o = object(value, field);
+  for (const [pattern, plan] of Object.entries(o)) {
+    if (!PATTERNS.includes(pattern as Pattern)) {
+      throw new SelfHealConfigError(
+        `${field}.${pattern}`,
+        `unknown pattern (known: ${PATTERNS.join(", ")})`,
+      );
+    }
+    checkPlan(plan, `${field}.${pattern}`);
+  }
+  return o;
+}
+
+/** Numbers of a group: each key of `rules` that is set must satisfy its rule. */
+function numbers(group: Plain, rules: Record<string, NumberRule>, field: string): void {
+  knownKeys(group, Object.keys(rules), field);
+  for (const [key, rule] of Object.entries(rules)) {
+    if (group[key] !== undefined) number(group[key], `${field}.${key}`, rule);
+  }
+}
+
+function resolveRecovery(input: unknown): ResolvedRecovery {
+  const r = input === undefined ? {} : object(input, "recovery");
+  knownKeys(r, RECOVERY_KEYS, "recovery");
+  const providers = new Map<string, ProviderConfig>();
+  if (r.providers !== undefined) {
+    if (!Array.isArray(r.providers))
+      throw new SelfHealConfigError("recovery.providers", "expected a list of providers");
+    (r.providers as unknown[]).forEach((value, i) => {
+      const p = object(value, `recovery.providers[${i}]`);
+      knownKeys(p, ["name", "usdPer1kTokens", "usdPerCall", "warmup"], `recovery.providers[${i}]`);
+      nonEmptyString(p.name, `recovery.providers[${i}].name`);
+      if (providers.has(p.name))
+        throw new SelfHealConfigError(
+          `recovery.providers[${i}].name`,
+          `"${p.name}" is listed twice`,
+        );
+      for (const key of ["usdPer1kTokens", "usdPerCall"]) {
+        if (p[key] !== undefined) number(p[key], `recovery.providers[${i}].${key}`, { min: 0 });
+      }
+      optionalFunction(p.warmup, `recovery.providers[${i}].warmup`);
+      providers.set(p.name, p as unknown as ProviderConfig);
+    });
+  }
+  const group = (key: string) => (r[key] === undefined ? {} : object(r[key], `recovery.${key}`));
+  const backoff = group("backoff");
+  numbers(
+    backoff,
+    {
+      baseMs: { min: 1 },
+      factor: { min: 1 },
+      maxAttempts: { min: 1, max: 100, integer: true },
+      jitter: { min: 0, max: 1 },
+      maxRetryAfterMs: { min: 0 },
+    },
+    "recovery.backoff",
+  );
+  const breaker = group("breaker");
+  numbers(
+    breaker,
+    {
+      openMs: { min: 1 },
+      probeTimeoutMs: { min: 1 },
+      failureRate: { min: 0, max: 1 },
+      minimumAttempts: { min: 1, integer: true },
+      windowMs: { min: 1_000 },
+    },
+    "recovery.breaker",
+  );
+  const ledger = group("ledger");
+  numbers(ledger, { ttlMs: { min: 1 }, maxEntries: { min: 1, integer: true } }, "recovery.ledger");
+  numbers(
+    Object.fromEntries(
+      [
+        "maxTimeoutDoublings",
+        "baseTimeoutMs",
+        "budgetUsd",
+        "throttleMs",
+        "notifyTimeoutMs",
+        "warmupIntervalMs",
+      ]
+        .filter((k) => r[k] !== undefined)
+        .map((k) => [k, r[k]]),
+    ),
+    {
+      maxTimeoutDoublings: { min: 1, max: 10, integer: true },
+      baseTimeoutMs: { min: 1 },
+      budgetUsd: { min: 0 },
+      throttleMs: { min: 0 },
+      notifyTimeoutMs: { min: 1 },
+      warmupIntervalMs: { min: 1_000 },
+    },
+    "recovery",
+  );
+  if (r.notifiers !== undefined) {
+    if (!Array.isArray(r.notifiers))
+      throw new SelfHealConfigError("recovery.notifiers", "expected a list of notifiers");
+    (r.notifiers as unknown[]).forEach((n, i) => {
+      const notifier = object(n, `recovery.notifiers[${i}]`);
+      if (typeof notifier.send !== "function" || typeof notifier.channel !== "string") {
+        throw new SelfHealConfigError(
+          `recovery.notifiers[${i}]`,
+          "expected { channel, send() } (see selfheal/notify)",
+        );
+      }
+    });
+  }
+  if (r.eventLog !== undefined) nonEmptyString(r.eventLog, "recovery.eventLog");
+  optionalFunction(r.random, "recovery.random");
+  return {
+    providers,
+    plans: r.plans === undefined ? {} : plans(r.plans, "recovery.plans"),
+    backoff: { ...DEFAULT_BACKOFF, ...(backoff as Partial<BackoffOptions>) },
+    maxTimeoutDoublings: (r.maxTimeoutDoublings as number | undefined) ?? 3,
+    baseTimeoutMs: (r.baseTimeoutMs as number | undefined) ?? 30_000,
+    breaker: { ...DEFAULT_BREAKER, ...(breaker as Partial<BreakerOptions>) },
+    budgetUsd: (r.budgetUsd as number | undefined) ?? 1,
+    ledger: { ...DEFAULT_LEDGER, ...(ledger as Partial<LedgerOptions>) },
+    notifiers: (r.notifiers as Notifier[] | undefined) ?? [],
+    throttleMs: (r.throttleMs as number | undefined) ?? DEFAULT_THROTTLE_MS,
+    notifyTimeoutMs: (r.notifyTimeoutMs as number | undefined) ?? DEFAULT_NOTIFY_TIMEOUT_MS,
+    warmupIntervalMs: (r.warmupIntervalMs as number | undefined) ?? 15 * 60_000,
+    eventLog: r.eventLog,
+    random: (r.random as (() => number) | undefined) ?? Math.random,
+  };
+}
+
 const TOOL_KEYS = [
   "readOnly",
   "kind",
@@ -411,10 +628,18 @@ const TOOL_KEYS = [
   "isEmpty",
   "provider",
   "type",
+  "providers",
+  "plans",
+  "fallback",
 ] as const satisfies readonly (keyof ToolOptions)[];
 
 /** Validates the options of one tool; `readOnly` has no default on purpose. */
-export function validateToolOptions(name: unknown, input: unknown, fn: unknown): void {
+export function validateToolOptions(
+  name: unknown,
+  input: unknown,
+  fn: unknown,
+  knownProviders: ReadonlyMap<string, unknown>,
+): void {
   nonEmptyString(name, "tool(name)");
   const field = `tool("${name}").options`;
   const o = object(input, field);
@@ -433,6 +658,24 @@ export function validateToolOptions(name: unknown, input: unknown, fn: unknown):
   optionalFunction(o.isEmpty, `${field}.isEmpty`);
   if (o.provider !== undefined) nonEmptyString(o.provider, `${field}.provider`);
   if (o.type !== undefined) nonEmptyString(o.type, `${field}.type`);
+  if (o.providers !== undefined) {
+    if (!Array.isArray(o.providers) || o.providers.length === 0) {
+      throw new SelfHealConfigError(
+        `${field}.providers`,
+        "expected a non-empty list of provider names, primary first",
+      );
+    }
+    for (const p of o.providers as unknown[]) {
+      if (typeof p !== "string" || !knownProviders.has(p)) {
+        throw new SelfHealConfigError(
+          `${field}.providers`,
+          `${show(p)} is not declared in recovery.providers`,
+        );
+      }
+    }
+  }
+  if (o.plans !== undefined) plans(o.plans, `${field}.plans`);
+  optionalFunction(o.fallback, `${field}.fallback`);
   if (typeof fn !== "function")
     throw new SelfHealConfigError(`tool("${name}")`, "the last argument must be the tool function");
 }

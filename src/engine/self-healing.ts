@@ -6,6 +6,11 @@ import { DriftDetector, type UnknownSample } from "../diagnosis/drift.js";
 import { StatusPageClient } from "../diagnosis/status-page.js";
 import { HealthEvaluator, type HealthReport } from "../health/evaluator.js";
 import { HealthSpanProcessor } from "../health/span-processor.js";
+import { Escalator } from "../notify/escalator.js";
+import { BreakerRegistry } from "../recovery/breaker.js";
+import { RecoveryBudgets } from "../recovery/budget.js";
+import { JsonlLog } from "../recovery/event-log.js";
+import { IdempotencyLedger } from "../recovery/idempotency.js";
 import { mergeThresholds, type HealthThresholds } from "../health/thresholds.js";
 import { INSTRUMENTATION_SCOPE, type TaskOutcome } from "../telemetry/conventions.js";
 import { SelfHealMetrics } from "../telemetry/metrics.js";
@@ -13,6 +18,7 @@ import { describeThrown, redact } from "../telemetry/redact.js";
 import type { CallMode } from "./call-context.js";
 import { Emitter, type Listener, type SelfHealEvents } from "./events.js";
 import { modeOf } from "./guard.js";
+import { startWarmups } from "./warmup.js";
 import {
   resolveOptions,
   validateToolOptions,
@@ -107,17 +113,60 @@ export function createSelfHealing(options: SelfHealingOptions): SelfHealing {
   const drift = new DriftDetector(resolved.drift, (event) => {
     events.emit("diagnoser-drift", { ...event, agent });
   });
+  const recovery = resolved.recovery;
+  const breakers = new BreakerRegistry(recovery.breaker, (dependency, state) => {
+    events.emit("circuit-change", { agent, dependency, state, at: clock.now() });
+  });
+  const metrics = new SelfHealMetrics(
+    agent,
+    resolved.meterProvider,
+    () => health.last?.status,
+    () => breakers.states(clock.now()),
+  );
+  const eventLog =
+    recovery.eventLog === undefined ? undefined : new JsonlLog(recovery.eventLog, logger);
+  /** When recovery degraded the agent to read-only (undefined: not degraded). */
+  let degradedAt: number | undefined;
   const engine: Engine = {
     options: resolved,
     diagnoser,
     drift,
     tracer: (resolved.tracerProvider ?? trace.getTracerProvider()).getTracer(INSTRUMENTATION_SCOPE),
-    metrics: new SelfHealMetrics(agent, resolved.meterProvider, () => health.last?.status),
+    metrics,
     health,
     events,
     tasks: new AsyncLocalStorage<TaskState>(),
+    breakers,
+    budgets: new RecoveryBudgets(recovery.budgetUsd),
+    ledger: new IdempotencyLedger(recovery.ledger),
+    escalator: new Escalator({
+      notifiers: recovery.notifiers,
+      throttleMs: recovery.throttleMs,
+      timeoutMs: recovery.notifyTimeoutMs,
+      clock,
+      logger,
+      onAlert: (channel, suppressed) => {
+        metrics.escalation(channel, suppressed);
+      },
+    }),
     closed: () => closed !== undefined,
+    degraded(report) {
+      if (degradedAt !== undefined && report.at > degradedAt && report.status === "healthy")
+        degradedAt = undefined;
+      return degradedAt !== undefined;
+    },
+    degrade() {
+      degradedAt ??= clock.now();
+      health.invalidate(); // the next read must be a report made after this moment
+    },
+    recordRecovery(event) {
+      events.emit("recovery", event);
+      eventLog?.append(event);
+    },
   };
+  const stopWarmups = startWarmups(recovery, breakers, clock, logger, (provider, ok, error) => {
+    events.emit("warmup", { provider, ok, at: clock.now(), ...(error !== undefined && { error }) });
+  });
 
   const recordTask = (outcome: TaskOutcome) => {
     try {
@@ -133,7 +182,7 @@ export function createSelfHealing(options: SelfHealingOptions): SelfHealing {
   return {
     tool(name, toolOptions, fn) {
       if (closed) throw new SelfHealClosedError(`tool("${name}") was registered`);
-      validateToolOptions(name, toolOptions, fn);
+      validateToolOptions(name, toolOptions, fn, recovery.providers);
       return instrumentTool(engine, name, toolOptions, fn);
     },
 
@@ -147,7 +196,7 @@ export function createSelfHealing(options: SelfHealingOptions): SelfHealing {
           "the last argument must be the task function",
         );
       const report = await health.current();
-      const state: TaskState = { id, mode: modeOf(report) };
+      const state: TaskState = { id, mode: modeOf(report, engine.degraded(report)) };
       try {
         const result = await engine.tasks.run(state, fn, { id, mode: state.mode, health: report });
         recordTask("completed");
@@ -155,6 +204,8 @@ export function createSelfHealing(options: SelfHealingOptions): SelfHealing {
       } catch (error) {
         recordTask("failed");
         throw error;
+      } finally {
+        engine.budgets.release(id);
       }
     },
 
@@ -183,7 +234,9 @@ export function createSelfHealing(options: SelfHealingOptions): SelfHealing {
 
     close() {
       closed ??= (async () => {
+        stopWarmups();
         events.clear();
+        await eventLog?.flush();
         if (resolved.ownsStore) await store.close?.();
       })();
       return closed;

@@ -7,11 +7,18 @@ import {
   type Span,
   type Tracer,
 } from "@opentelemetry/api";
-import { EmptyResponseError, SelfHealClosedError, ToolTimeoutError } from "../errors.js";
 import type { Diagnoser } from "../diagnosis/diagnoser.js";
 import type { DriftDetector } from "../diagnosis/drift.js";
-import type { HealthEvaluator } from "../health/evaluator.js";
+import { normalizeStep } from "../diagnosis/rules.js";
+import { CircuitOpenError, RecoveryBudgetExhaustedError, SelfHealClosedError } from "../errors.js";
+import type { HealthEvaluator, HealthReport } from "../health/evaluator.js";
 import type { CallRecord } from "../health/store.js";
+import type { Escalator } from "../notify/escalator.js";
+import type { BreakerRegistry } from "../recovery/breaker.js";
+import type { RecoveryBudgets } from "../recovery/budget.js";
+import type { IdempotencyLedger } from "../recovery/idempotency.js";
+import { STRATEGY_REGISTRY } from "../recovery/strategies/index.js";
+import type { Failure } from "../recovery/strategy.js";
 import {
   ATTR_CALL_OUTCOME,
   ATTR_CALL_TIMEOUT_MS,
@@ -25,6 +32,7 @@ import {
   ATTR_GEN_AI_TOOL_TYPE,
   ATTR_HEALTH_STATUS,
   ATTR_IDEMPOTENCY_KEY,
+  ATTR_IDEMPOTENCY_REPLAYED,
   ATTR_RESPONSE_EMPTY,
   ATTR_TASK_ID,
   ATTR_TOOL_READ_ONLY,
@@ -34,10 +42,9 @@ import {
 } from "../telemetry/conventions.js";
 import type { SelfHealMetrics } from "../telemetry/metrics.js";
 import { boundedJson, describeThrown, redact } from "../telemetry/redact.js";
-import { errorType, hashKey, recordAttemptError, setSpanError } from "../telemetry/spans.js";
-import { AttemptContext, type CallMode } from "./call-context.js";
-import { withDeadline } from "../deadline.js";
-import { diagnoseFailure, type DiagnosedTool } from "./diagnosis-step.js";
+import { errorType, hashKey, setSpanError } from "../telemetry/spans.js";
+import { runOnce, type ToolRuntime } from "./attempt.js";
+import type { CallMode } from "./call-context.js";
 import { isEmptyResponse } from "./empty-response.js";
 import type { Emitter, SelfHealEvents } from "./events.js";
 import { modeOf, refuseWrite } from "./guard.js";
@@ -48,6 +55,7 @@ import {
   type ToolFunction,
   type ToolOptions,
 } from "./options.js";
+import { dependencyOf, recoverCall, type RecoveryEvent } from "./recovery-step.js";
 
 /** The task a call runs in, carried through async calls. */
 export interface TaskState {
@@ -65,29 +73,70 @@ export interface Engine {
   readonly health: HealthEvaluator;
   readonly events: Emitter<SelfHealEvents>;
   readonly tasks: AsyncLocalStorage<TaskState>;
+  readonly breakers: BreakerRegistry;
+  readonly budgets: RecoveryBudgets;
+  readonly ledger: IdempotencyLedger;
+  readonly escalator: Escalator;
   readonly closed: () => boolean;
+  /** Whether recovery's degrade_to_readonly is in force for this report (lifted once healthy). */
+  degraded(report: HealthReport): boolean;
+  /** Recovery's degrade_to_readonly: writes refused until health is healthy again. */
+  degrade(): void;
+  /** Delivers a finished recovery to listeners and the event log. */
+  recordRecovery(event: RecoveryEvent): void;
 }
 
 /** A tool wrapped by selfheal: same arguments, plus optional per-call options. */
-export type WrappedTool<A, R> = (args: A, options?: CallOptions) => Promise<R>;
+export interface WrappedTool<A, R> {
+  (args: A, options?: CallOptions): Promise<R>;
+  /** The same call, reporting how it went: which provider answered, whether it recovered. */
+  detailed(args: A, options?: CallOptions): Promise<CallResult<R>>;
+}
 
-/** Wraps `fn` so each call is a span, a health signal and a guarded write. */
+/** A call's answer with how it was obtained. */
+export interface CallResult<R> {
+  value: R;
+  outcome: "success" | "recovered";
+  /** The provider that answered (undefined for a tool without providers or a fallback answer). */
+  provider: string | undefined;
+  /** Attempts made, the first included (0 when replayed from the idempotency ledger). */
+  attempts: number;
+  /** Served from the idempotency ledger: the tool was not called again. */
+  replayed: boolean;
+}
+
+/** How a call ended, for the record written once at its end. */
+interface Ending {
+  outcome: CallOutcome;
+  empty?: boolean | undefined;
+  failedAttempts: number;
+  failure?: { type: string; message: string };
+}
+
+/** Wraps `fn` so each call is a span, a health signal, a guarded write and a recoverable failure. */
 export function instrumentTool<A, R>(
   engine: Engine,
   name: string,
   toolOptions: ToolOptions<A, R>,
   fn: ToolFunction<A, R>,
 ): WrappedTool<A, R> {
-  const { options, tracer, health, events, tasks } = engine;
+  const { options, tracer, health, events, tasks, breakers } = engine;
   const { agent, clock, store, maxErrorLength } = options;
   const readOnly = toolOptions.readOnly;
   const isLlm = toolOptions.kind === "llm";
-  const isEmpty = toolOptions.isEmpty ?? isEmptyResponse;
-  const labels = engine.metrics.registerTool(
+  const providers: readonly (string | undefined)[] =
+    toolOptions.providers ??
+    (toolOptions.provider === undefined ? [undefined] : [toolOptions.provider]);
+  const primary = providers[0];
+  /** Breakers open on their own only where another route can take the traffic. */
+  const canTrip = providers.length > 1;
+  const runtime: ToolRuntime<A, R> = {
     name,
-    isLlm ? (toolOptions.provider ?? "unknown") : undefined,
-  );
-  const diagnosed: DiagnosedTool = { name, provider: toolOptions.provider, labels };
+    fn,
+    isEmpty: isLlm ? (toolOptions.isEmpty ?? isEmptyResponse) : undefined,
+    providers,
+    labels: engine.metrics.registerTool(name, isLlm ? (primary ?? "unknown") : undefined),
+  };
   const staticAttributes: Attributes = {
     [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_EXECUTE_TOOL,
     [ATTR_GEN_AI_TOOL_NAME]: name,
@@ -95,25 +144,23 @@ export function instrumentTool<A, R>(
     [ATTR_TOOL_READ_ONLY]: readOnly,
   };
   // Optional attributes only when known: each one costs a recording SDK about 40 ns a call.
-  if (toolOptions.provider !== undefined) {
-    staticAttributes[ATTR_GEN_AI_PROVIDER_NAME] = toolOptions.provider;
-  }
+  if (primary !== undefined) staticAttributes[ATTR_GEN_AI_PROVIDER_NAME] = primary;
   if (toolOptions.type !== undefined) staticAttributes[ATTR_GEN_AI_TOOL_TYPE] = toolOptions.type;
 
   /** Ends the call: one record to the span, the store, the metrics and the listeners. */
-  function finish(
-    span: Span,
-    outcome: CallOutcome,
-    started: number,
-    empty: boolean | undefined,
-    taskId: string | undefined,
-    failure?: { type: string; message: string },
-  ): void {
+  function finish(span: Span, started: number, taskId: string | undefined, end: Ending): void {
     const now = clock.now();
-    const record: CallRecord = { agent, tool: name, outcome, durationMs: now - started, empty };
-    span.setAttribute(ATTR_CALL_OUTCOME, outcome);
-    if (empty !== undefined) span.setAttribute(ATTR_RESPONSE_EMPTY, empty);
-    if (failure) setSpanError(span, failure.type, failure.message);
+    const record: CallRecord = {
+      agent,
+      tool: name,
+      outcome: end.outcome,
+      durationMs: now - started,
+      empty: end.empty,
+      failedAttempts: end.failedAttempts,
+    };
+    span.setAttribute(ATTR_CALL_OUTCOME, end.outcome);
+    if (end.empty !== undefined) span.setAttribute(ATTR_RESPONSE_EMPTY, end.empty);
+    if (end.failure) setSpanError(span, end.failure.type, end.failure.message);
     span.end();
     try {
       store.recordCall(record, now);
@@ -122,18 +169,30 @@ export function instrumentTool<A, R>(
         `selfheal: signal store failed to record a call: ${redact(describeThrown(error))}`,
       );
     }
-    engine.metrics.toolCall(labels, outcome, record.durationMs, empty);
+    engine.metrics.toolCall(runtime.labels, end.outcome, record.durationMs, end.empty);
     if (events.has("tool-call")) {
       events.emit("tool-call", {
         ...record,
         at: now,
         taskId,
-        ...(failure && { errorType: failure.type, error: failure.message }),
+        ...(end.failure && { errorType: end.failure.type, error: end.failure.message }),
       });
     }
   }
 
-  return async function selfHealingTool(args: A, callOptions?: CallOptions): Promise<R> {
+  /** The first route whose breaker admits a call, primary first. */
+  function route(now: number): { provider: string | undefined; probe: boolean } | CircuitOpenError {
+    let retryAfterMs = Number.POSITIVE_INFINITY;
+    for (const provider of providers) {
+      const breaker = breakers.get(dependencyOf(name, provider));
+      const admission = breaker.admit(now);
+      if (admission !== "rejected") return { provider, probe: admission === "probe" };
+      retryAfterMs = Math.min(retryAfterMs, breaker.retryAfterMs(now));
+    }
+    return new CircuitOpenError(dependencyOf(name, primary), retryAfterMs);
+  }
+
+  async function call(args: A, callOptions: CallOptions | undefined): Promise<CallResult<R>> {
     if (engine.closed()) throw new SelfHealClosedError(`tool "${name}" was called`);
     const call = validateCallOptions(name, callOptions);
     const started = clock.now();
@@ -155,77 +214,186 @@ export function instrumentTool<A, R>(
         redact(boundedJson(args) ?? "", maxErrorLength),
       );
     }
-
+    const degraded = engine.degraded(report);
+    const mode = modeOf(report, degraded);
     if (!readOnly) {
-      const refusal = refuseWrite(report, name);
+      const refusal = refuseWrite(report, name, degraded);
       if (refusal) {
-        finish(span, "blocked", started, undefined, taskId, {
-          type: refusal.name,
-          message: refusal.message,
+        finish(span, started, taskId, {
+          outcome: "blocked",
+          failedAttempts: 0,
+          failure: { type: refusal.name, message: refusal.message },
         });
         throw refusal;
       }
     }
-
-    const mode = modeOf(report);
     const timeoutMs = call.timeoutMs ?? toolOptions.timeoutMs;
     if (timeoutMs !== undefined) span.setAttribute(ATTR_CALL_TIMEOUT_MS, timeoutMs);
-    const spanContext = trace.setSpan(parent, span);
-    try {
-      const key = call.idempotencyKey ?? toolOptions.idempotencyKey?.(args);
-      if (key !== undefined) span.setAttribute(ATTR_IDEMPOTENCY_KEY, hashKey(key));
-      const deadline = timeoutMs !== undefined || call.signal !== undefined;
-      const controller = deadline ? new AbortController() : undefined;
-      const ctx = new AttemptContext(
-        timeoutMs,
-        toolOptions.provider,
-        mode,
-        1,
-        key,
-        call.toolCallId,
-        taskId,
-        controller,
-      );
-      const result = controller
-        ? await context.with(spanContext, () =>
-            withDeadline(() => fn(args, ctx), {
-              controller,
-              timeoutMs,
-              timeoutError: () => new ToolTimeoutError(name, timeoutMs ?? 0),
-              callerSignal: call.signal,
-              clock,
-            }),
-          )
-        : await context.with(spanContext, fn, undefined, args, ctx);
-      const empty = isLlm ? safeIsEmpty(isEmpty, result) : undefined;
-      if (empty) {
-        const error = new EmptyResponseError(name);
-        await diagnoseFailure(engine, diagnosed, error, error.message, spanContext, taskId);
-      }
+    const callContext = trace.setSpan(parent, span);
+    const fail = (error: unknown, failedAttempts: number): never => {
+      finish(span, started, taskId, {
+        outcome: "error",
+        failedAttempts,
+        failure: { type: errorType(error), message: redact(describeThrown(error), maxErrorLength) },
+      });
+      throw error;
+    };
+    const succeed = (
+      value: R,
+      outcome: "success" | "recovered",
+      provider: string | undefined,
+      attempts: number,
+      failedAttempts: number,
+      empty?: boolean,
+    ): CallResult<R> => {
       if (options.recordResults) {
         span.setAttribute(
           ATTR_GEN_AI_TOOL_CALL_RESULT,
-          redact(boundedJson(result) ?? "", maxErrorLength),
+          redact(boundedJson(value) ?? "", maxErrorLength),
         );
       }
-      finish(span, "success", started, empty, taskId);
-      return result;
+      if (key !== undefined && !readOnly && !empty)
+        engine.ledger.set(name, key, value, clock.now());
+      finish(span, started, taskId, {
+        outcome,
+        empty: isLlm ? (empty ?? false) : undefined,
+        failedAttempts,
+      });
+      return { value, outcome, provider, attempts, replayed: false };
+    };
+
+    let key: string | undefined;
+    try {
+      key = call.idempotencyKey ?? toolOptions.idempotencyKey?.(args);
     } catch (error) {
-      const type = errorType(error);
-      const message = redact(describeThrown(error), maxErrorLength);
-      recordAttemptError(tracer, spanContext, error, type, message, 1, maxErrorLength);
-      await diagnoseFailure(engine, diagnosed, error, message, spanContext, taskId);
-      finish(span, "error", started, undefined, taskId, { type, message });
-      throw error;
+      return fail(error, 1);
     }
-  };
+    if (key !== undefined) {
+      span.setAttribute(ATTR_IDEMPOTENCY_KEY, hashKey(key));
+      const stored = readOnly ? undefined : engine.ledger.get(name, key, started);
+      if (stored) {
+        span.setAttribute(ATTR_IDEMPOTENCY_REPLAYED, true);
+        finish(span, started, taskId, { outcome: "success", failedAttempts: 0 });
+        return {
+          value: stored.value as R,
+          outcome: "success",
+          provider: undefined,
+          attempts: 0,
+          replayed: true,
+        };
+      }
+    }
+
+    const fallback = toolOptions.fallback;
+    const routed = route(started);
+    if (routed instanceof CircuitOpenError) {
+      if (!fallback) return fail(routed, 0); // failing fast says nothing new about health
+      return succeed(await fallback(args, routed), "recovered", undefined, 0, 0);
+    }
+    const base = {
+      mode,
+      idempotencyKey: key,
+      toolCallId: call.toolCallId,
+      taskId,
+      callerSignal: call.signal,
+    };
+    const first = await runOnce(engine, runtime, args, {
+      ...base,
+      provider: routed.provider,
+      timeoutMs: routed.probe
+        ? Math.min(
+            timeoutMs ?? options.recovery.breaker.probeTimeoutMs,
+            options.recovery.breaker.probeTimeoutMs,
+          )
+        : timeoutMs,
+      attempt: 1,
+      parent: callContext,
+    });
+    breakers
+      .get(dependencyOf(name, routed.provider))
+      .record(clock.now(), first.ok, routed.probe, canTrip);
+    if (first.ok) return succeed(first.value, "success", routed.provider, 1, 0);
+
+    const diagnosis = first.failure.diagnosis;
+    const plan =
+      toolOptions.plans?.[diagnosis.pattern] ??
+      options.recovery.plans[diagnosis.pattern] ??
+      diagnosis.strategies;
+    const giveUp = (failure: Failure, failedAttempts: number, attempts: number): CallResult<R> => {
+      // An empty answer that nothing improved on is still the answer.
+      if (failure.empty)
+        return succeed(
+          failure.empty.value as R,
+          "success",
+          failure.provider,
+          attempts,
+          failedAttempts - 1,
+          true,
+        );
+      return fail(failure.error, failedAttempts);
+    };
+    if (!diagnosis.actionable || plan.length === 0) return giveUp(first.failure, 1, 1);
+    const mayReexecute = readOnly || key !== undefined;
+    if (
+      !mayReexecute &&
+      plan.some((step) => STRATEGY_REGISTRY[normalizeStep(step).strategy].reexecutes)
+    ) {
+      warnOnce(engine, name);
+    }
+
+    const recovery = await recoverCall(engine, {
+      tool: runtime,
+      args,
+      first: first.failure,
+      firstMessage: first.message,
+      plan,
+      mayReexecute,
+      callContext,
+      base,
+      firstErrorAt: clock.now(),
+      fallback: fallback && (async () => ({ value: await fallback(args, first.failure.error) })),
+    });
+    const failedAttempts = 1 + recovery.failedAttempts;
+    const attempts = failedAttempts + (recovery.chain.outcome === "recovered" ? 1 : 0);
+    switch (recovery.chain.outcome) {
+      case "recovered":
+        return succeed(
+          recovery.chain.value as R,
+          "recovered",
+          recovery.chain.provider,
+          attempts,
+          failedAttempts,
+        );
+      case "stopped":
+        return fail(recovery.chain.error, failedAttempts);
+      case "budget":
+        return fail(
+          new RecoveryBudgetExhaustedError(name, recovery.chain.spentUsd, recovery.chain.limitUsd, {
+            cause: recovery.last.error,
+          }),
+          failedAttempts,
+        );
+      case "exhausted":
+        return giveUp(recovery.last, failedAttempts, attempts);
+    }
+  }
+
+  const wrapped = async (args: A, callOptions?: CallOptions): Promise<R> =>
+    (await call(args, callOptions)).value;
+  wrapped.detailed = call;
+  return wrapped;
 }
 
-/** A user `isEmpty` that throws must not turn a good answer into a failure: count it as non-empty. */
-function safeIsEmpty<R>(isEmpty: (result: R) => boolean, result: R): boolean {
-  try {
-    return isEmpty(result);
-  } catch {
-    return false;
-  }
+const warned = new WeakMap<Engine, Set<string>>();
+/** Says once per tool how to make its writes recoverable. */
+function warnOnce(engine: Engine, tool: string): void {
+  const seen = warned.get(engine) ?? new Set<string>();
+  warned.set(engine, seen);
+  if (seen.has(tool)) return;
+  seen.add(tool);
+  engine.options.logger.warn(
+    `selfheal: write tool "${tool}" failed and was not retried or failed over: it has no idempotency key. ` +
+      `Add idempotencyKey: (args) => args.orderId (a key unique per logical write) to its options, ` +
+      `or pass { idempotencyKey } per call, so a retry can never write twice.`,
+  );
 }

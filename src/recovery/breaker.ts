@@ -33,8 +33,8 @@ export interface BreakerSnapshot {
 }
 
 /**
- * A circuit breaker for one dependency. It opens when the recovery plan says so or when the
- * failure rate of recent attempts is too high; it turns half-open lazily, on the first call after
+ * A circuit breaker for one dependency. It opens when the recovery plan says so or, where another
+ * route can take the traffic, when the failure rate of recent attempts is too high; it turns half-open lazily, on the first call after
  * the open period, and lets exactly one probe through under a lease that expires with the probe's
  * timeout. The probe's success closes it; its failure reopens it.
  */
@@ -72,8 +72,11 @@ export class CircuitBreaker {
     return "probe";
   }
 
-  /** Records an attempt's outcome. */
-  record(now: number, ok: boolean, probe: boolean): void {
+  /**
+   * Records an attempt's outcome. `trip`: a high failure rate may open the breaker on its own;
+   * callers allow it only where another route exists to take the traffic.
+   */
+  record(now: number, ok: boolean, probe: boolean, trip = true): void {
     if (probe) {
       this.probeLeaseUntil = 0;
       if (ok) this.close();
@@ -82,7 +85,7 @@ export class CircuitBreaker {
     }
     if (this.isOpen) return; // late answers of calls admitted before it opened
     this.window.add(now, ok ? 1 : 0, ok ? 0 : 1);
-    if (ok) return;
+    if (ok || !trip) return;
     const { ok: good, failed } = this.window.totals(now);
     const total = good + failed;
     if (total >= this.options.minimumAttempts && failed / total >= this.options.failureRate)

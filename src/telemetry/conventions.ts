@@ -68,6 +68,13 @@ export const ATTR_RECOVERY_WAIT_MS = "selfheal.recovery.wait_ms";
 export const ATTR_RECOVERY_OUTCOME = "selfheal.recovery.outcome";
 export const ATTR_RECOVERY_COST_USD = "selfheal.recovery.cost_usd";
 export const ATTR_IDEMPOTENCY_KEY = "selfheal.idempotency_key";
+export const ATTR_IDEMPOTENCY_REPLAYED = "selfheal.idempotency.replayed";
+export const ATTR_RECOVERY_PROVIDER = "selfheal.recovery.provider";
+export const ATTR_RECOVERY_SKIPPED = "selfheal.recovery.skipped";
+export const ATTR_RECOVERY_WASTED = "selfheal.recovery.wasted";
+export const ATTR_RECOVERY_COST_DIFFERENTIAL_USD =
+  "selfheal.recovery.failover_cost_differential_usd";
+export const ATTR_CIRCUIT_PROBE = "selfheal.circuit.probe";
 
 /** Values of `selfheal.call.outcome`. */
 export const CALL_OUTCOMES = ["success", "error", "blocked", "recovered"] as const;
@@ -110,6 +117,17 @@ export const STRATEGIES = [
   "escalate_to_human",
 ] as const;
 export type StrategyName = (typeof STRATEGIES)[number];
+
+/** `outcome` of `selfheal_recoveries`: what one strategy step or attempt came to. */
+export const RECOVERY_STEP_OUTCOMES = ["success", "failure", "applied", "skipped"] as const;
+export type RecoveryStepOutcome = (typeof RECOVERY_STEP_OUTCOMES)[number];
+
+/** `outcome` of a whole recovery (`selfheal_recovery_duration_seconds`, the recovery event). */
+export const RECOVERY_OUTCOMES = ["recovered", "failed", "escalated", "budget_exhausted"] as const;
+export type RecoveryOutcome = (typeof RECOVERY_OUTCOMES)[number];
+
+/** Values of the `selfheal_circuit_state` gauge. */
+export const CIRCUIT_STATES = ["closed", "half_open", "open"] as const;
 
 /** Health states, in order of severity; the index is the `selfheal_health_status` gauge value. */
 export const HEALTH_STATUSES = ["healthy", "warning", "critical"] as const;

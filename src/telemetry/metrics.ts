@@ -5,13 +5,27 @@ import {
   DURATION_BUCKETS_SECONDS,
   HEALTH_STATUSES,
   INSTRUMENTATION_SCOPE,
+  CIRCUIT_STATES,
   LABEL_AGENT,
+  LABEL_CHANNEL,
+  LABEL_DEPENDENCY,
   LABEL_EMPTY,
+  LABEL_FROM,
+  LABEL_STRATEGY,
+  LABEL_SUPPRESSED,
+  LABEL_TO,
   LABEL_OUTCOME,
   LABEL_PATTERN,
   LABEL_PROVIDER,
   LABEL_TOOL,
+  METRIC_CIRCUIT_STATE,
   METRIC_DIAGNOSES,
+  METRIC_ESCALATIONS,
+  METRIC_FAILOVER_COST_DIFFERENTIAL,
+  METRIC_RECOVERIES,
+  METRIC_RECOVERY_COST,
+  METRIC_RECOVERY_DURATION,
+  METRIC_WASTED_RETRIES,
   METRIC_HEALTH_STATUS,
   METRIC_INCIDENTS,
   METRIC_LLM_RESPONSES,
@@ -19,7 +33,13 @@ import {
   METRIC_TOOL_CALL_DURATION,
   METRIC_TOOL_CALLS,
   PATTERNS,
+  RECOVERY_OUTCOMES,
+  RECOVERY_STEP_OUTCOMES,
+  STRATEGIES,
   TASK_OUTCOMES,
+  type RecoveryOutcome,
+  type RecoveryStepOutcome,
+  type StrategyName,
   type CallOutcome,
   type HealthStatus,
   type Pattern,
@@ -34,6 +54,10 @@ export interface ToolMetricLabels {
   llm?: { empty: Attributes; nonEmpty: Attributes };
   /** `selfheal_incidents` labels by pattern. */
   incident: Record<Pattern, Attributes>;
+  /** `selfheal_recoveries` labels by strategy and step outcome. */
+  recovery: Record<StrategyName, Record<RecoveryStepOutcome, Attributes>>;
+  /** `selfheal_recovery_duration_seconds` labels by recovery outcome. */
+  recoveryRun: Record<RecoveryOutcome, Attributes>;
 }
 
 /**
@@ -49,11 +73,18 @@ export class SelfHealMetrics {
   private readonly incidents: Counter;
   private readonly diagnoses: Counter;
   private readonly diagnosisLabels: Record<Pattern, Attributes>;
+  private readonly recoveries: Counter;
+  private readonly recoveryDuration: Histogram;
+  private readonly recoveryCost: Counter;
+  private readonly wasted: Counter;
+  private readonly failoverDifferential: Counter;
+  private readonly escalations: Counter;
 
   constructor(
     private readonly agent: string,
     meterProvider: MeterProvider | undefined,
     healthStatus: () => HealthStatus | undefined,
+    circuits: () => [string, (typeof CIRCUIT_STATES)[number]][],
   ) {
     const meter = (meterProvider ?? metrics.getMeterProvider()).getMeter(INSTRUMENTATION_SCOPE);
     this.toolCalls = meter.createCounter(METRIC_TOOL_CALLS, {
@@ -91,6 +122,40 @@ export class SelfHealMetrics {
     });
     this.diagnosisLabels = byPattern({ [LABEL_AGENT]: agent });
     for (const p of PATTERNS) this.diagnoses.add(0, this.diagnosisLabels[p]);
+    this.recoveries = meter.createCounter(METRIC_RECOVERIES, {
+      description: "Recovery steps and attempts by strategy and outcome.",
+    });
+    this.recoveryDuration = meter.createHistogram(METRIC_RECOVERY_DURATION, {
+      description: "Time from a call's first error to its recovered (or final) answer: MTTR.",
+      unit: "s",
+      advice: { explicitBucketBoundaries: [...DURATION_BUCKETS_SECONDS] },
+    });
+    this.recoveryCost = meter.createCounter(METRIC_RECOVERY_COST, {
+      description: "Spend of recovery attempts, USD.",
+    });
+    // Same-route retries after a pattern retrying cannot fix. selfheal's executor refuses them,
+    // so its own series stay at 0; the series exist so dashboards compare with other policies.
+    this.wasted = meter.createCounter(METRIC_WASTED_RETRIES, {
+      description: "Same-route retries after a pattern that retrying cannot fix.",
+    });
+    this.failoverDifferential = meter.createCounter(METRIC_FAILOVER_COST_DIFFERENTIAL, {
+      description: "Extra spend of failover attempts over the primary's price, USD.",
+    });
+    this.escalations = meter.createCounter(METRIC_ESCALATIONS, {
+      description: "Alerts to humans by channel; suppressed=true when throttled.",
+    });
+    meter
+      .createObservableGauge(METRIC_CIRCUIT_STATE, {
+        description: "Circuit breaker state per dependency: 0 closed, 1 half-open, 2 open.",
+      })
+      .addCallback((result) => {
+        for (const [dependency, state] of circuits()) {
+          result.observe(CIRCUIT_STATES.indexOf(state), {
+            [LABEL_AGENT]: agent,
+            [LABEL_DEPENDENCY]: dependency,
+          });
+        }
+      });
   }
 
   /** Builds the label sets of a tool and starts its series at 0. */
@@ -101,7 +166,19 @@ export class SelfHealMetrics {
     for (const o of CALL_OUTCOMES) this.toolCalls.add(0, outcome[o]);
     const incident = byPattern(base);
     for (const p of PATTERNS) this.incidents.add(0, incident[p]);
-    const labels: ToolMetricLabels = { outcome, duration: base, incident };
+    const recovery = {} as ToolMetricLabels["recovery"];
+    for (const strategy of STRATEGIES) {
+      recovery[strategy] = {} as Record<RecoveryStepOutcome, Attributes>;
+      for (const o of RECOVERY_STEP_OUTCOMES) {
+        recovery[strategy][o] = { ...base, [LABEL_STRATEGY]: strategy, [LABEL_OUTCOME]: o };
+        this.recoveries.add(0, recovery[strategy][o]);
+      }
+    }
+    const recoveryRun = {} as Record<RecoveryOutcome, Attributes>;
+    for (const o of RECOVERY_OUTCOMES) recoveryRun[o] = { ...base, [LABEL_OUTCOME]: o };
+    this.recoveryCost.add(0, base);
+    this.wasted.add(0, base);
+    const labels: ToolMetricLabels = { outcome, duration: base, incident, recovery, recoveryRun };
     if (llmProvider !== undefined) {
       const llm = { [LABEL_AGENT]: this.agent, [LABEL_PROVIDER]: llmProvider };
       labels.llm = {
@@ -130,6 +207,37 @@ export class SelfHealMetrics {
 
   task(outcome: TaskOutcome): void {
     this.tasks.add(1, this.taskLabels[outcome]);
+  }
+
+  recoveryStep(
+    labels: ToolMetricLabels,
+    strategy: StrategyName,
+    outcome: RecoveryStepOutcome,
+    costUsd: number,
+  ): void {
+    this.recoveries.add(1, labels.recovery[strategy][outcome]);
+    if (costUsd > 0) this.recoveryCost.add(costUsd, labels.duration);
+  }
+
+  /** A whole recovery: its duration (MTTR) by outcome. */
+  recovery(labels: ToolMetricLabels, outcome: RecoveryOutcome, durationMs: number): void {
+    this.recoveryDuration.record(durationMs / 1000, labels.recoveryRun[outcome]);
+  }
+
+  failoverDifferentialUsd(from: string, to: string, usd: number): void {
+    this.failoverDifferential.add(usd, {
+      [LABEL_AGENT]: this.agent,
+      [LABEL_FROM]: from,
+      [LABEL_TO]: to,
+    });
+  }
+
+  escalation(channel: string, suppressed: boolean): void {
+    this.escalations.add(1, {
+      [LABEL_AGENT]: this.agent,
+      [LABEL_CHANNEL]: channel,
+      [LABEL_SUPPRESSED]: String(suppressed),
+    });
   }
 
   /** One diagnosis; `incident` when it is the first of a failed call (not a recovery attempt). */

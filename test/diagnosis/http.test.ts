@@ -1,3 +1,4 @@
+import { NO_RECOVERY } from "../helpers/engine.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSelfHealing, HttpResponseError, type DiagnosisEvent } from "../../src/index.js";
 import {
@@ -54,7 +55,7 @@ const cases: [FaultKind, FaultOptions, string, Partial<DiagnosisEvent>][] = [
 
 describe("each default pattern from real HTTP responses of the fake provider, through fetch", () => {
   it.each(cases)("%s %j -> %s", async (kind, options, pattern, fields) => {
-    const sh = createSelfHealing({ agent: "http-test" });
+    const sh = createSelfHealing({ agent: "http-test", recovery: NO_RECOVERY });
     const seen: DiagnosisEvent[] = [];
     sh.on("diagnosis", (d) => seen.push(d));
     const complete = sh.tool(

@@ -60,7 +60,8 @@ describe("RollingWindow", () => {
     const a = new RollingWindow({ windowMs: 60_000, buckets: 60, latency: true });
     const b = new RollingWindow({ windowMs: 60_000, buckets: 60, latency: true });
     for (let i = 0; i < 100; i++) a.add(T0 + i * 100, 1, 0, 10);
-    for (let i = 0; i < 100; i++) b.add(T0 + i * 100, i % 2 === 0 ? 1 : 0, i % 2 === 0 ? 0 : 1, 1_000);
+    for (let i = 0; i < 100; i++)
+      b.add(T0 + i * 100, i % 2 === 0 ? 1 : 0, i % 2 === 0 ? 0 : 1, 1_000);
     const merged = a.totals(T0 + 10_000);
     addTotals(merged, b.totals(T0 + 10_000));
     expect(merged.ok).toBe(150);

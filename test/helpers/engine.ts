@@ -1,7 +1,14 @@
 import { createSelfHealing, type SelfHealingOptions } from "../../src/index.js";
+import { PATTERNS } from "../../src/telemetry/conventions.js";
 import { VirtualClock } from "../../src/testing/index.js";
 
-/** A selfheal instance on virtual time with a logger that keeps what it is told. */
+/** Recovery plans that do nothing: for tests of what happens before recovery. */
+export const NO_RECOVERY = { plans: Object.fromEntries(PATTERNS.map((p) => [p, []])) };
+
+/**
+ * A selfheal instance on virtual time with a logger that keeps what it is told. Recovery is off
+ * unless the test passes `recovery` (then the default plans apply).
+ */
 export function virtualInstance(options: Partial<SelfHealingOptions> = {}) {
   const clock = new VirtualClock();
   const warnings: string[] = [];
@@ -9,6 +16,7 @@ export function virtualInstance(options: Partial<SelfHealingOptions> = {}) {
     agent: "test-agent",
     clock,
     logger: { warn: (m) => warnings.push(m) },
+    recovery: NO_RECOVERY,
     ...options,
   });
   return { sh, clock, warnings };

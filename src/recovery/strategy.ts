@@ -1,0 +1,88 @@
+import type { Clock } from "../clock.js";
+import type { Diagnosis } from "../diagnosis/diagnoser.js";
+import type { StrategyName } from "../telemetry/conventions.js";
+import type { BackoffOptions } from "./backoff.js";
+
+/** A failed attempt: what was thrown, how it was diagnosed, and the route it took. */
+export interface Failure {
+  error: unknown;
+  diagnosis: Diagnosis;
+  provider: string | undefined;
+  timeoutMs: number | undefined;
+  /** For an empty LLM answer: the answer itself, returned if nothing better comes. */
+  empty?: { value: unknown };
+}
+
+/** What one attempt came to. `rejected`: its route's breaker is open, nothing was sent. */
+export type AttemptOutcome =
+  { ok: true; value: unknown; provider: string | undefined } | { ok: false; rejected: boolean };
+
+export interface AttemptRequest {
+  strategy: StrategyName;
+  provider: string | undefined;
+  timeoutMs: number | undefined;
+  /** How long the strategy waited before this attempt, ms. */
+  waitMs: number;
+}
+
+/** Settings strategies read. */
+export interface StrategySettings {
+  backoff: BackoffOptions;
+  /** retry_with_longer_timeout: doublings before giving up (default 3). */
+  maxTimeoutDoublings: number;
+  /** retry_with_longer_timeout: the timeout to double when the tool has none, ms (default 30 s). */
+  baseTimeoutMs: number;
+}
+
+/** One recovery of one failed call, as strategies see it. */
+export interface RecoveryRun {
+  readonly tool: string;
+  /** The latest failure (updated by every failed attempt). */
+  readonly last: Failure;
+  /** The tool's providers, primary first (empty for a tool without providers). */
+  readonly providers: readonly string[];
+  /** Providers this call already failed on. */
+  readonly failedProviders: ReadonlySet<string | undefined>;
+  readonly settings: StrategySettings;
+  readonly clock: Clock;
+  /** Runs the tool once more. Throws `BudgetStop` when the task's budget cannot pay for it. */
+  attempt(request: AttemptRequest): Promise<AttemptOutcome>;
+  sleep(ms: number): Promise<void>;
+  random(): number;
+  /** Opens the breaker of the last failure's route. */
+  openCircuit(): void;
+  /** The tool's fallback answer, when it has one. */
+  fallback(): Promise<{ value: unknown } | undefined>;
+  /** Puts the agent in read-only mode until health recovers. */
+  degrade(): void;
+  /** Alerts humans (throttled); true when a notifier took it. */
+  escalate(): Promise<boolean>;
+}
+
+/** Where a strategy left the call. */
+export type StepResult =
+  | { kind: "recovered"; value: unknown; provider: string | undefined }
+  | { kind: "next" }
+  | { kind: "stop"; error: unknown };
+
+/** A recovery strategy: one small object per file, listed in the registry. */
+export interface Strategy {
+  readonly name: StrategyName;
+  /** Sends the request again (needs an idempotency key for a write). */
+  readonly reexecutes: boolean;
+  /** Sends it again on the same route (never after a non-retryable pattern). */
+  readonly sameRoute: boolean;
+  run(run: RecoveryRun, attempts: number | undefined): Promise<StepResult>;
+}
+
+/** Thrown by `attempt` when the task's recovery budget cannot pay for another attempt. */
+export class BudgetStop extends Error {
+  constructor(
+    readonly spentUsd: number,
+    readonly limitUsd: number,
+  ) {
+    super("recovery budget exhausted");
+  }
+}
+
+export const NEXT: StepResult = { kind: "next" };
