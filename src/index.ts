@@ -10,7 +10,14 @@ export type {
   ToolOptions,
 } from "./engine/options.js";
 export type { CallContext, CallMode } from "./engine/call-context.js";
-export type { WrappedTool } from "./engine/tool.js";
+export type { WrappedTool, CallResult } from "./engine/tool.js";
+export type { RecoveryEvent } from "./engine/recovery-step.js";
+export type { Plans, RecoveryOptions } from "./engine/options.js";
+export type { ProviderConfig, Usage } from "./recovery/providers.js";
+export type { BackoffOptions } from "./recovery/backoff.js";
+export type { BreakerOptions, BreakerState } from "./recovery/breaker.js";
+export type { LedgerOptions } from "./recovery/idempotency.js";
+export type { PlanStep } from "./diagnosis/rules.js";
 export type { SelfHealEvents, ToolCallEvent, Listener } from "./engine/events.js";
 export type {
   HealthReport,
@@ -41,6 +48,14 @@ export type { DiagnosisEvent } from "./engine/events.js";
 export type { DiagnosisOptions } from "./engine/options.js";
 export type { Pattern, StrategyName } from "./telemetry/conventions.js";
 export {
+  CircuitOpenError,
+  HumanEscalationRequiredError,
+  ReadOnlyModeError,
+  RecoveryBudgetExhaustedError,
+  isCircuitOpenError,
+  isHumanEscalationRequiredError,
+  isReadOnlyModeError,
+  isRecoveryBudgetExhaustedError,
   EmptyResponseError,
   HttpResponseError,
   isEmptyResponseError,

@@ -61,7 +61,6 @@ export interface RecoveryInput<A, R> {
   first: Failure;
   firstMessage: string;
   plan: readonly PlanStep[];
-  mayReexecute: boolean;
   /** The context of the call's `agent.tool_call` span. */
   callContext: Context;
   /** What every attempt of the call shares. */
@@ -228,7 +227,6 @@ export async function recoverCall<A, R>(
   };
 
   const chain = await runChain(run, input.plan, {
-    mayReexecute: input.mayReexecute,
     onStep: (strategy, skipped) => {
       state.steps.push(skipped === undefined ? { strategy } : { strategy, skipped });
       if (skipped !== undefined) {

@@ -151,8 +151,16 @@ export function createSelfHealing(options: SelfHealingOptions): SelfHealing {
     }),
     closed: () => closed !== undefined,
     degraded(report) {
-      if (degradedAt !== undefined && report.at > degradedAt && report.status === "healthy")
+      // Lifted by evidence: a report made after degrading, healthy on enough calls.
+      const rate = report.signals.find((r) => r.signal === "success_rate");
+      if (
+        degradedAt !== undefined &&
+        report.at > degradedAt &&
+        report.status === "healthy" &&
+        rate?.value != null
+      ) {
         degradedAt = undefined;
+      }
       return degradedAt !== undefined;
     },
     degrade() {

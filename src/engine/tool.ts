@@ -333,12 +333,12 @@ export function instrumentTool<A, R>(
       return fail(failure.error, failedAttempts);
     };
     if (!diagnosis.actionable || plan.length === 0) return giveUp(first.failure, 1, 1);
-    const mayReexecute = readOnly || key !== undefined;
-    if (
-      !mayReexecute &&
-      plan.some((step) => STRATEGY_REGISTRY[normalizeStep(step).strategy].reexecutes)
-    ) {
-      warnOnce(engine, name);
+    if (!readOnly && key === undefined) {
+      // A write without a key is never sent again: the error stands, and the log says why.
+      if (plan.some((step) => STRATEGY_REGISTRY[normalizeStep(step).strategy].reexecutes)) {
+        warnOnce(engine, name);
+      }
+      return fail(first.failure.error, 1);
     }
 
     const recovery = await recoverCall(engine, {
@@ -347,7 +347,6 @@ export function instrumentTool<A, R>(
       first: first.failure,
       firstMessage: first.message,
       plan,
-      mayReexecute,
       callContext,
       base,
       firstErrorAt: clock.now(),

@@ -14,17 +14,15 @@ export type ChainResult =
   | { outcome: "budget"; spentUsd: number; limitUsd: number };
 
 export interface ChainOptions {
-  /** A write without an idempotency key is never sent twice: re-executing steps are skipped. */
-  mayReexecute: boolean;
   /** Called with each step as it starts, and with the steps skipped and why. */
   onStep(strategy: StrategyName, skipped?: string): void;
 }
 
 /**
  * Runs a recovery chain: each strategy in turn until one recovers the call or ends it; when a
- * strategy gives up, the next runs. Safety is enforced here, once for every strategy: no
- * re-execution of a write without an idempotency key, no same-route retry after a
- * non-retryable pattern.
+ * strategy gives up, the next runs. A step that would retry the same route after a pattern
+ * retrying cannot fix is skipped here, once for every strategy. (A write without an idempotency
+ * key never reaches a chain.)
  */
 export async function runChain(
   run: RecoveryRun,
@@ -35,10 +33,6 @@ export async function runChain(
     for (const step of plan) {
       const { strategy: name, attempts } = normalizeStep(step);
       const strategy = STRATEGY_REGISTRY[name];
-      if (strategy.reexecutes && !options.mayReexecute) {
-        options.onStep(name, "write without an idempotency key");
-        continue;
-      }
       if (strategy.sameRoute && !run.last.diagnosis.retryable) {
         options.onStep(name, `${run.last.diagnosis.pattern} is never retried on the same route`);
         continue;

@@ -1,0 +1,541 @@
+import { readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import {
+  isCircuitOpenError,
+  isHumanEscalationRequiredError,
+  isReadOnlyModeError,
+  isRecoveryBudgetExhaustedError,
+  type CallContext,
+  type RecoveryEvent,
+  type RecoveryOptions,
+  type SelfHealingOptions,
+} from "../../src/index.js";
+import type { Notifier, Alert } from "../../src/notify/index.js";
+import { FailureInjector, thrownFault } from "../../src/testing/index.js";
+import { recordingProvider, tree } from "../helpers/otel.js";
+import { virtualInstance } from "../helpers/engine.js";
+
+const otel = recordingProvider();
+
+/** A notifier that keeps what it is sent (Slack and friends are tested over real HTTP elsewhere). */
+function memoryNotifier(): Notifier & { alerts: Alert[] } {
+  const alerts: Alert[] = [];
+  return { channel: "memory", alerts, send: (a) => Promise.resolve(void alerts.push(a)) };
+}
+
+function setup(recovery: RecoveryOptions = {}, options: Partial<SelfHealingOptions> = {}) {
+  otel.reset();
+  const events: RecoveryEvent[] = [];
+  const vi = virtualInstance({
+    tracerProvider: otel.provider,
+    recovery: { random: () => 0, ...recovery },
+    ...options,
+  });
+  vi.sh.on("recovery", (e) => events.push(e));
+  return { ...vi, events };
+}
+
+/** Recovery spans in start order: strategy, attempt, wait, outcome, provider. */
+function recoverySpans() {
+  return otel
+    .spans()
+    .filter((s) => s.name === "agent.recovery")
+    .sort((a, b) => a.startTime[0] - b.startTime[0] || a.startTime[1] - b.startTime[1])
+    .map((s) => ({
+      strategy: s.attributes["selfheal.recovery.strategy"],
+      outcome: s.attributes["selfheal.recovery.outcome"],
+      wait: s.attributes["selfheal.recovery.wait_ms"],
+      provider: s.attributes["selfheal.recovery.provider"],
+    }));
+}
+
+describe("exponential_backoff_with_jitter", () => {
+  it("rate limit twice, then success: exactly 3 calls, waits of 1 s and 2 s, one span per retry", async () => {
+    const { sh, clock, events } = setup();
+    const injector = new FailureInjector({ clock });
+    injector.inject("rate_limit", { first: 2 });
+    const t = sh.tool(
+      "search",
+      { readOnly: true },
+      injector.wrap((q: string) => Promise.resolve(`found ${q}`)),
+    );
+    const started = clock.now();
+    const result = clock.run(t.detailed("cats"), { stepMs: 100 });
+    await expect(result).resolves.toMatchObject({
+      value: "found cats",
+      outcome: "recovered",
+      attempts: 3,
+    });
+    expect(injector.calls).toBe(3);
+    expect(clock.now() - started).toBeGreaterThanOrEqual(3_000);
+    expect(recoverySpans()).toEqual([
+      {
+        strategy: "exponential_backoff_with_jitter",
+        outcome: "failure",
+        wait: 1_000,
+        provider: undefined,
+      },
+      {
+        strategy: "exponential_backoff_with_jitter",
+        outcome: "success",
+        wait: 2_000,
+        provider: undefined,
+      },
+    ]);
+    expect(tree(otel.spans())).toEqual([
+      {
+        "agent.tool_call": [
+          "agent.tool_call.error",
+          "agent.diagnosis",
+          { "agent.recovery": ["agent.tool_call.error", "agent.diagnosis"] },
+          "agent.recovery",
+        ],
+      },
+    ]);
+    const call = otel.spans().find((s) => s.name === "agent.tool_call");
+    expect(call?.attributes["selfheal.call.outcome"]).toBe("recovered");
+    expect(events).toMatchObject([
+      {
+        tool: "search",
+        pattern: "RATE_LIMIT",
+        outcome: "recovered",
+        attempts: 2,
+        strategy: "exponential_backoff_with_jitter",
+      },
+    ]);
+  });
+
+  it("jitter adds up to 30%; Retry-After wins; a Retry-After beyond the cap gives up to the next step", async () => {
+    const jittery = setup({ random: () => 1 });
+    const inj = new FailureInjector({ clock: jittery.clock });
+    inj.inject("http_503", { first: 1 });
+    const t = jittery.sh.tool(
+      "t",
+      { readOnly: true, plans: { SERVICE_DOWN: ["exponential_backoff_with_jitter"] } },
+      inj.wrap(() => Promise.resolve(1)),
+    );
+    await jittery.clock.run(t(undefined), { stepMs: 100 });
+    expect(recoverySpans()[0]?.wait).toBe(1_300);
+
+    const polite = setup();
+    const inj2 = new FailureInjector({ clock: polite.clock });
+    inj2.inject("rate_limit", { first: 1 }, { retryAfterSeconds: 7 });
+    const u = polite.sh.tool(
+      "u",
+      { readOnly: true },
+      inj2.wrap(() => Promise.resolve(1)),
+    );
+    await polite.clock.run(u(undefined), { stepMs: 500 });
+    expect(recoverySpans()[0]?.wait).toBe(7_000);
+
+    const capped = setup();
+    const inj3 = new FailureInjector({ clock: capped.clock });
+    inj3.inject("rate_limit", { first: 1 }, { retryAfterSeconds: 3_600 });
+    const v = capped.sh.tool(
+      "v",
+      { readOnly: true, plans: { RATE_LIMIT: ["exponential_backoff_with_jitter"] } },
+      inj3.wrap(() => Promise.resolve(1)),
+    );
+    await expect(capped.clock.run(v(undefined))).rejects.toMatchObject({ status: 429 });
+    expect(inj3.calls).toBe(1); // did not sit out an hour, did not hammer
+  });
+
+  it("gives up after maxAttempts and passes the last error on", async () => {
+    const { sh, clock } = setup({
+      backoff: { maxAttempts: 2 },
+      plans: { SERVICE_DOWN: ["exponential_backoff_with_jitter"] },
+    });
+    const inj = new FailureInjector({ clock });
+    inj.inject("http_503", { first: 100 });
+    const t = sh.tool(
+      "t",
+      { readOnly: true },
+      inj.wrap(() => Promise.resolve(1)),
+    );
+    await expect(clock.run(t(undefined), { stepMs: 100 })).rejects.toMatchObject({ status: 503 });
+    expect(inj.calls).toBe(3);
+  });
+});
+
+describe("retry_with_longer_timeout", () => {
+  it("doubles the timeout and aborts each slow attempt through its signal", async () => {
+    const { sh, clock } = setup({
+      plans: { TIMEOUT: [{ strategy: "retry_with_longer_timeout", attempts: 3 }] },
+    });
+    const seen: { timeoutMs: number | undefined; signal: AbortSignal }[] = [];
+    const t = sh.tool(
+      "slow",
+      { readOnly: true, timeoutMs: 1_000 },
+      (_: undefined, ctx: CallContext) => {
+        seen.push({ timeoutMs: ctx.timeoutMs, signal: ctx.signal });
+        // Answers in 3 s: only the third attempt (4 s) waits long enough.
+        return clock.sleep(3_000, ctx.signal).then(() => "late but fine");
+      },
+    );
+    await expect(clock.run(t(undefined), { stepMs: 100 })).resolves.toBe("late but fine");
+    expect(seen.map((s) => s.timeoutMs)).toEqual([1_000, 2_000, 4_000]);
+    expect(seen.map((s) => s.signal.aborted)).toEqual([true, true, false]);
+    expect(clock.pendingTimers).toBe(0); // nothing keeps running in the background
+  });
+});
+
+describe("failover_to_secondary", () => {
+  const providers = [
+    { name: "openai", usdPerCall: 0.01 },
+    { name: "anthropic", usdPerCall: 0.015 },
+  ];
+
+  it("moves the call to the secondary; the context says which provider; the result says who answered", async () => {
+    const { sh, clock, events } = setup({ providers });
+    const used: (string | undefined)[] = [];
+    const t = sh.tool(
+      "complete",
+      { readOnly: true, kind: "llm", providers: ["openai", "anthropic"] },
+      (_: undefined, ctx) => {
+        used.push(ctx.provider);
+        if (ctx.provider === "openai") throw thrownFault("http_503");
+        return `answer from ${String(ctx.provider)}`;
+      },
+    );
+    const result = await clock.run(t.detailed(undefined));
+    expect(result).toMatchObject({
+      value: "answer from anthropic",
+      provider: "anthropic",
+      outcome: "recovered",
+      attempts: 2,
+    });
+    expect(used).toEqual(["openai", "anthropic"]);
+    expect(recoverySpans()).toEqual([
+      { strategy: "failover_to_secondary", outcome: "success", wait: 0, provider: "anthropic" },
+    ]);
+    expect(events[0]).toMatchObject({
+      outcome: "recovered",
+      provider: "anthropic",
+      costUsd: 0.015,
+    });
+    expect(events[0]?.failoverCostDifferentialUsd).toBeCloseTo(0.005);
+  });
+
+  it("traffic returns to the primary once its breaker closes after a successful probe", async () => {
+    const { sh, clock } = setup({ providers, breaker: { minimumAttempts: 4, openMs: 60_000 } });
+    let primaryUp = false;
+    const used: (string | undefined)[] = [];
+    const t = sh.tool(
+      "complete",
+      { readOnly: true, providers: ["openai", "anthropic"] },
+      (_: undefined, ctx) => {
+        used.push(ctx.provider);
+        if (ctx.provider === "openai" && !primaryUp) throw thrownFault("http_503");
+        return ctx.provider;
+      },
+    );
+    for (let i = 0; i < 4; i++) await clock.run(t(undefined));
+    used.length = 0;
+    await clock.run(t(undefined)); // breaker open: straight to the secondary
+    expect(used).toEqual(["anthropic"]);
+    primaryUp = true;
+    await clock.advance(60_000);
+    used.length = 0;
+    await expect(clock.run(t(undefined))).resolves.toBe("openai"); // the probe
+    await expect(clock.run(t(undefined))).resolves.toBe("openai");
+    expect(used).toEqual(["openai", "openai"]);
+  });
+});
+
+describe("circuit_break", () => {
+  it("opens for 15 min: calls fail fast with retryAfterMs; then exactly one probe; success closes", async () => {
+    const { sh, clock } = setup({ plans: { SERVICE_DOWN: ["circuit_break"] } });
+    let up = false;
+    let calls = 0;
+    const t = sh.tool("inventory", { readOnly: true }, async () => {
+      calls++;
+      if (!up) throw thrownFault("http_503");
+      await clock.sleep(1_000);
+      return "stock";
+    });
+    await expect(clock.run(t(undefined))).rejects.toMatchObject({ status: 503 });
+    const fast = await t(undefined).catch((e: unknown) => e);
+    expect(isCircuitOpenError(fast) && fast.retryAfterMs).toBeGreaterThan(14 * 60_000);
+    expect(calls).toBe(1);
+    up = true;
+    await clock.advance(15 * 60_000);
+    const probe = t(undefined);
+    const others = await Promise.all(
+      [t(undefined), t(undefined)].map((p) => p.catch((e: unknown) => e)),
+    );
+    expect(others.every(isCircuitOpenError)).toBe(true); // one probe at a time
+    await expect(clock.run(probe)).resolves.toBe("stock");
+    await expect(clock.run(t(undefined))).resolves.toBe("stock");
+    expect(calls).toBe(3);
+  });
+
+  it("a hung probe is cut by its own timeout and the breaker reopens; a fallback answers meanwhile", async () => {
+    const { sh, clock } = setup({
+      plans: { SERVICE_DOWN: ["circuit_break"] },
+      breaker: { probeTimeoutMs: 5_000 },
+    });
+    let mode: "down" | "hang" = "down";
+    let calls = 0;
+    const t = sh.tool(
+      "inventory",
+      { readOnly: true, fallback: () => "cached stock" },
+      (_: undefined, ctx: CallContext) => {
+        calls++;
+        return mode === "down"
+          ? Promise.reject(thrownFault("http_503"))
+          : new Promise((_r, reject) =>
+              ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason)),
+            );
+      },
+    );
+    await expect(clock.run(t(undefined))).resolves.toBe("cached stock"); // circuit_break, then fallback
+    await expect(t(undefined)).resolves.toBe("cached stock"); // open: fallback, the tool is not called
+    expect(calls).toBe(1);
+    mode = "hang";
+    await clock.advance(15 * 60_000);
+    const started = clock.now();
+    // The probe hangs; its own 5 s timeout ends it, the breaker reopens, the fallback answers.
+    await expect(clock.run(t(undefined), { stepMs: 500 })).resolves.toBe("cached stock");
+    expect(clock.now() - started).toBe(5_000);
+    expect(calls).toBe(2);
+    await expect(t(undefined)).resolves.toBe("cached stock");
+    expect(calls).toBe(2);
+  });
+});
+
+describe("degrade_to_readonly", () => {
+  it("refuses writes with a typed error until health recovers; reads go on", async () => {
+    const { sh, clock } = setup({ plans: { SERVICE_DOWN: ["degrade_to_readonly"] } });
+    let down = true;
+    const read = sh.tool("read", { readOnly: true }, () => {
+      if (down) throw thrownFault("http_503");
+      return "ok";
+    });
+    const write = sh.tool("write", { readOnly: false }, () => "written");
+    await expect(clock.run(read(undefined))).rejects.toMatchObject({ status: 503 });
+    expect(isReadOnlyModeError(await write(undefined).catch((e: unknown) => e))).toBe(true);
+    down = false;
+    for (let i = 0; i < 20; i++) await read(undefined);
+    await clock.advance(5_000);
+    await expect(write(undefined)).resolves.toBe("written");
+  });
+});
+
+describe("escalate_to_human and chains", () => {
+  it("the default TIMEOUT chain runs in order and ends with a typed escalation error", async () => {
+    const notifier = memoryNotifier();
+    const { sh, clock, events } = setup({
+      notifiers: [notifier],
+      providers: [{ name: "a" }, { name: "b" }],
+    });
+    const t = sh.tool(
+      "lookup",
+      { readOnly: true, timeoutMs: 100, providers: ["a", "b"] },
+      (_: undefined, ctx: CallContext) =>
+        new Promise((_r, reject) =>
+          ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason)),
+        ),
+    );
+    const error = await clock.run(t(undefined), { stepMs: 50 }).catch((e: unknown) => e);
+    expect(isHumanEscalationRequiredError(error)).toBe(true);
+    expect(error).toMatchObject({
+      pattern: "TIMEOUT",
+      notified: true,
+      cause: { code: "SELFHEAL_TOOL_TIMEOUT" },
+    });
+    expect(recoverySpans().map((s) => `${String(s.strategy)}:${String(s.outcome)}`)).toEqual([
+      "retry_with_longer_timeout:failure",
+      "retry_with_longer_timeout:failure",
+      "failover_to_secondary:failure",
+      "circuit_break:applied",
+      "escalate_to_human:applied",
+    ]);
+    expect(notifier.alerts).toHaveLength(1);
+    expect(notifier.alerts[0]).toMatchObject({ tool: "lookup", kind: "test-agent/lookup/TIMEOUT" });
+    expect(events[0]).toMatchObject({
+      outcome: "escalated",
+      strategy: "escalate_to_human",
+      attempts: 3,
+    });
+  });
+});
+
+describe("writes: idempotency", () => {
+  it("a write without a key is never sent twice: the error passes on and the log says how to add a key", async () => {
+    const { sh, clock, warnings, events } = setup();
+    let calls = 0;
+    const fault = thrownFault("http_503");
+    const charge = sh.tool("charge", { readOnly: false }, () => {
+      calls++;
+      throw fault;
+    });
+    await expect(clock.run(charge(undefined))).rejects.toBe(fault);
+    expect(calls).toBe(1);
+    expect(warnings.join("\n")).toMatch(/no idempotency key.*idempotencyKey: \(args\) =>/s);
+    expect(events).toEqual([]);
+  });
+
+  it("with a key, every attempt carries the same key; a repeated key replays the stored result", async () => {
+    const { sh, clock } = setup();
+    const keys: (string | undefined)[] = [];
+    const inj = new FailureInjector({ clock });
+    inj.inject("rate_limit", { first: 1 });
+    const charge = sh.tool(
+      "charge",
+      { readOnly: false, idempotencyKey: (a: { order: string }) => `charge-${a.order}` },
+      inj.wrap((a: { order: string }, ctx: CallContext) => {
+        keys.push(ctx.idempotencyKey);
+        return Promise.resolve(`receipt ${a.order}`);
+      }),
+    );
+    await expect(clock.run(charge({ order: "42" }), { stepMs: 100 })).resolves.toBe("receipt 42");
+    expect(keys).toEqual(["charge-42"]);
+    expect(inj.calls).toBe(2);
+    const again = await charge.detailed({ order: "42" });
+    expect(again).toMatchObject({ value: "receipt 42", replayed: true, attempts: 0 });
+    expect(inj.calls).toBe(2);
+  });
+});
+
+describe("recovery budget", () => {
+  it("stops before spend would pass the task's budget, escalates, and throws a typed error", async () => {
+    const notifier = memoryNotifier();
+    const { sh, clock, events } = setup({
+      notifiers: [notifier],
+      budgetUsd: 1,
+      providers: [{ name: "p", usdPerCall: 0.4 }],
+      plans: { SERVICE_DOWN: ["exponential_backoff_with_jitter"] },
+    });
+    const t = sh.tool("t", { readOnly: true, providers: ["p"] }, () =>
+      Promise.reject(thrownFault("http_503")),
+    );
+    const error = await clock
+      .run(
+        sh.task("task-1", () => t(undefined)),
+        { stepMs: 500 },
+      )
+      .catch((e: unknown) => e);
+    expect(isRecoveryBudgetExhaustedError(error)).toBe(true);
+    expect(error).toMatchObject({ spentUsd: 0.8, budgetUsd: 1 });
+    expect(events[0]).toMatchObject({ outcome: "budget_exhausted", attempts: 2, costUsd: 0.8 });
+    expect(notifier.alerts).toHaveLength(1);
+  });
+
+  it("is shared by every call of a task", async () => {
+    const { sh, clock } = setup({
+      budgetUsd: 0.5,
+      providers: [{ name: "p", usdPerCall: 0.2 }],
+      plans: { SERVICE_DOWN: ["exponential_backoff_with_jitter"] },
+    });
+    const t = sh.tool("t", { readOnly: true, providers: ["p"] }, () =>
+      Promise.reject(thrownFault("http_503")),
+    );
+    const outcomes = await clock.run(
+      sh.task("shared", async () => [
+        await t(undefined).catch((e: unknown) => e),
+        await t(undefined).catch((e: unknown) => e),
+      ]),
+      { stepMs: 500 },
+    );
+    expect(outcomes.map((e) => isRecoveryBudgetExhaustedError(e))).toEqual([true, true]);
+    expect(outcomes[1]).toMatchObject({ spentUsd: 0.4 }); // the second call found the budget spent
+  });
+});
+
+describe("non-retryable patterns are never retried on the same route", () => {
+  it.each([
+    ["auth", "AUTH"],
+    ["http_400", "BAD_REQUEST"],
+    ["context_length", "CONTEXT_LENGTH"],
+    ["content_policy", "CONTENT_POLICY"],
+  ] as const)(
+    "%s (%s): even a plan that asks for retries sends it once per provider",
+    async (kind, pattern) => {
+      const { sh, clock } = setup({
+        providers: [{ name: "a" }, { name: "b" }],
+        plans: {
+          [pattern]: [
+            "exponential_backoff_with_jitter",
+            "retry_with_longer_timeout",
+            "failover_to_secondary",
+          ],
+        },
+      });
+      const perProvider = new Map<string | undefined, number>();
+      const fault =
+        kind === "http_400"
+          ? Object.assign(new Error("400 invalid temperature"), { status: 400 })
+          : thrownFault(kind);
+      const t = sh.tool(
+        "t",
+        { readOnly: true, providers: ["a", "b"] },
+        (_: undefined, ctx: CallContext) => {
+          perProvider.set(ctx.provider, (perProvider.get(ctx.provider) ?? 0) + 1);
+          throw fault;
+        },
+      );
+      await expect(clock.run(t(undefined), { stepMs: 100 })).rejects.toBe(fault);
+      expect([...perProvider.values()].every((n) => n === 1)).toBe(true);
+      expect(perProvider.get("a")).toBe(1);
+    },
+  );
+});
+
+describe("recovery events", () => {
+  it("go to listeners and to a JSONL file, redacted", async () => {
+    const path = join(tmpdir(), `selfheal-events-${process.pid}-${Date.now()}.jsonl`);
+    const { sh, clock } = setup({ eventLog: path });
+    const inj = new FailureInjector({ clock });
+    inj.inject(
+      "rate_limit",
+      { first: 1 },
+      { message: "slow down, key sk-proj-abcdefghijklmnopqrstuvwx" },
+    );
+    const t = sh.tool(
+      "t",
+      { readOnly: true },
+      inj.wrap(() => Promise.resolve(1)),
+    );
+    await clock.run(t(undefined), { stepMs: 100 });
+    await sh.close();
+    const lines = (await readFile(path, "utf8"))
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as RecoveryEvent);
+    await rm(path);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({
+      tool: "t",
+      pattern: "RATE_LIMIT",
+      confidence: 0.95,
+      strategy: "exponential_backoff_with_jitter",
+      attempts: 1,
+      outcome: "recovered",
+      costUsd: 0,
+      wastedRetries: 0,
+    });
+    expect(lines[0]?.error).toContain("[REDACTED_KEY]");
+    expect(lines[0]?.durationMs).toBeGreaterThanOrEqual(1_000);
+  });
+});
+
+describe("warm-up probes", () => {
+  it("run every interval on the injected clock, feed the provider's breaker, and stop on close()", async () => {
+    let warmups = 0;
+    const { sh, clock } = setup({
+      warmupIntervalMs: 15 * 60_000,
+      providers: [{ name: "backup", warmup: () => Promise.resolve(void warmups++) }],
+    });
+    const seen: boolean[] = [];
+    sh.on("warmup", (e) => seen.push(e.ok));
+    await clock.advance(45 * 60_000);
+    expect(warmups).toBe(3);
+    expect(seen).toEqual([true, true, true]);
+    await sh.close();
+    await clock.advance(60 * 60_000);
+    expect(warmups).toBe(3);
+    expect(clock.pendingTimers).toBe(0);
+  });
+});
