@@ -285,9 +285,11 @@ describe("circuit_break", () => {
         calls++;
         return mode === "down"
           ? Promise.reject(thrownFault("http_503"))
-          : new Promise((_r, reject) =>
-              ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason)),
-            );
+          : new Promise((_r, reject) => {
+              ctx.signal.addEventListener("abort", () => {
+                reject(ctx.signal.reason);
+              });
+            });
       },
     );
     await expect(clock.run(t(undefined))).resolves.toBe("cached stock"); // circuit_break, then fallback
@@ -334,9 +336,11 @@ describe("escalate_to_human and chains", () => {
       "lookup",
       { readOnly: true, timeoutMs: 100, providers: ["a", "b"] },
       (_: undefined, ctx: CallContext) =>
-        new Promise((_r, reject) =>
-          ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason)),
-        ),
+        new Promise((_r, reject) => {
+          ctx.signal.addEventListener("abort", () => {
+            reject(ctx.signal.reason);
+          });
+        }),
     );
     const error = await clock.run(t(undefined), { stepMs: 50 }).catch((e: unknown) => e);
     expect(isHumanEscalationRequiredError(error)).toBe(true);
@@ -526,7 +530,15 @@ describe("warm-up probes", () => {
     let warmups = 0;
     const { sh, clock } = setup({
       warmupIntervalMs: 15 * 60_000,
-      providers: [{ name: "backup", warmup: () => Promise.resolve(void warmups++) }],
+      providers: [
+        {
+          name: "backup",
+          warmup: () => {
+            warmups++;
+            return Promise.resolve();
+          },
+        },
+      ],
     });
     const seen: boolean[] = [];
     sh.on("warmup", (e) => seen.push(e.ok));
