@@ -79,7 +79,7 @@ export interface RecoveryOptions {
   maxTimeoutDoublings?: number;
   /** retry_with_longer_timeout: the timeout doubled when a tool has none, ms (default 30000). */
   baseTimeoutMs?: number;
-  /** `openMs` 15 min, `probeTimeoutMs` 10 s, `failureRate` 0.5 over `minimumAttempts` 10 in `windowMs` 60 s. */
+  /** `openMs` 15 min, `probeTimeoutMs` 10 s, `failureRate` 0.5 over `minimumAttempts` 5 in `windowMs` 5 min. */
   breaker?: Partial<BreakerOptions>;
   /** Recovery spend allowed per task, USD (default 1). */
   budgetUsd?: number;

@@ -9,9 +9,12 @@ export interface BreakerOptions {
   probeTimeoutMs: number;
   /** Opens on its own when at least this share of recent attempts failed (default 0.5)... */
   failureRate: number;
-  /** ...among at least this many attempts (default 10)... */
+  /** ...among at least this many attempts (default 5)... */
   minimumAttempts: number;
-  /** ...within this window, ms (default 60 s). */
+  /**
+   * ...within this window, ms (default 5 min: long enough that a dependency timing out after
+   * tens of seconds still gathers evidence at an agent's pace).
+   */
   windowMs: number;
 }
 
@@ -19,8 +22,8 @@ export const DEFAULT_BREAKER: BreakerOptions = {
   openMs: 15 * 60_000,
   probeTimeoutMs: 10_000,
   failureRate: 0.5,
-  minimumAttempts: 10,
-  windowMs: 60_000,
+  minimumAttempts: 5,
+  windowMs: 5 * 60_000,
 };
 
 /** What a call may do now. */
