@@ -1,6 +1,7 @@
 /**
- * selfheal quick start: wrap two tools, run tasks, watch health go critical and a write get
- * refused, all in memory, no server. Run: npx tsx examples/quickstart.ts
+ * selfheal quick start: wrap two tools, run a task, then watch an outage be diagnosed and
+ * recovered from (circuit open, read-only mode, escalation) and a write refused, all in memory,
+ * no server. Run: npx tsx examples/quickstart.ts
  */
 import { context } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
@@ -11,7 +12,7 @@ import {
   type ReadableSpan,
   type SpanExporter,
 } from "@opentelemetry/sdk-trace-base";
-import { createSelfHealing, isHealthCheckFailedError } from "selfheal";
+import { createSelfHealing } from "selfheal";
 
 // An OpenTelemetry SDK that prints one line per finished span.
 context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
@@ -47,8 +48,13 @@ const issueRefund = sh.tool(
   { readOnly: false, idempotencyKey: (a: { orderId: string }) => `refund-${a.orderId}` },
   (a: { orderId: string }, ctx) => `refunded ${a.orderId} (key ${String(ctx.idempotencyKey)})`,
 );
-sh.on("status-change", (e) => {
-  console.log(`status-change ${e.tool ?? "agent"}: ${e.from} -> ${e.to}`);
+sh.on("diagnosis", (d) => {
+  console.log(`diagnosis ${d.tool}: ${d.pattern} (rule ${d.rule}, confidence ${d.confidence})`);
+});
+sh.on("recovery", (e) => {
+  console.log(
+    `recovery ${e.tool}: ${e.steps.map((s) => (s.skipped ? `${s.strategy} (skipped)` : s.strategy)).join(" -> ")} => ${e.outcome}`,
+  );
 });
 
 await sh.task("ticket-1", async () => {
@@ -56,15 +62,22 @@ await sh.task("ticket-1", async () => {
   console.log(await issueRefund({ orderId: "A-42" }));
 });
 
-// The docs service goes down: ten failed searches make the agent critical.
+// The docs service goes down. The 503 is diagnosed SERVICE_DOWN and its plan runs: no secondary
+// to fail over to, so the circuit opens, the agent turns read-only and a human is asked to look.
 docsUp = false;
-for (let i = 0; i < 10; i++) await searchDocs("refund policy").catch(() => undefined);
-const report = await sh.status();
-const rate = report.signals.find((s) => s.signal === "success_rate")?.value ?? 1;
-console.log(`status: ${report.status} (success rate ${rate.toFixed(2)} over the last 10 min)`);
-
-// While critical, writes are refused before they reach the tool; reads still run.
-await issueRefund({ orderId: "A-43" }).catch((e: unknown) => {
-  if (isHealthCheckFailedError(e)) console.log(`refused: ${e.message}`);
+await searchDocs("refund policy").catch((e: unknown) => {
+  console.log(`search failed: ${(e as Error).name}`);
 });
+// While read-only, writes are refused before they reach the tool; the open circuit fails fast.
+await issueRefund({ orderId: "A-43" }).catch((e: unknown) => {
+  console.log(`refund refused: ${(e as Error).message}`);
+});
+await searchDocs("refund policy").catch((e: unknown) => {
+  console.log(`search: ${(e as Error).message}`);
+});
+const report = await sh.status();
+const rate = report.signals.find((s) => s.signal === "success_rate")?.value;
+console.log(
+  `status: ${report.status} (success rate ${rate === null || rate === undefined ? "n/a" : rate.toFixed(2)})`,
+);
 await sh.close();

@@ -3,7 +3,7 @@ import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 
 describe("examples/quickstart.ts (against the built package, as a user runs it)", () => {
-  it("prints spans, goes critical and refuses the write, without leaking the key", async () => {
+  it("prints spans, diagnoses and recovers from the outage, refuses the write, leaks no key", async () => {
     const { stdout } = await promisify(execFile)(
       process.execPath,
       ["--import", "tsx", "examples/quickstart.ts"],
@@ -12,10 +12,15 @@ describe("examples/quickstart.ts (against the built package, as a user runs it)"
       },
     );
     expect(stdout).toContain("span agent.tool_call  tool=search_docs outcome=success");
-    expect(stdout).toContain("status-change agent: healthy -> critical");
-    expect(stdout).toContain("status: critical");
+    expect(stdout).toContain("diagnosis search_docs: SERVICE_DOWN");
+    expect(stdout).toContain(
+      "recovery search_docs: failover_to_secondary (skipped) -> circuit_break -> degrade_to_readonly -> escalate_to_human => escalated",
+    );
+    expect(stdout).toContain("search failed: HumanEscalationRequiredError");
     expect(stdout).toContain("tool=issue_refund outcome=blocked");
-    expect(stdout).toContain('refused: selfheal: write tool "issue_refund" refused');
+    expect(stdout).toContain("refund refused: selfheal: write tool");
+    expect(stdout).toMatch(/circuit for "search_docs" is open/);
+    expect(stdout).toMatch(/^status: /m);
     expect(stdout).not.toContain("sk-live");
   });
 });

@@ -39,7 +39,7 @@ export function normalizeStep(step: PlanStep): {
 
 /** One row of the ordered rule table: the first rule that matches decides. */
 export interface Rule {
-  /** Stable id, written on the diagnosis span (`selfheal.diagnosis.rule`). */
+  /** Stable id, written on the diagnosis span (ATTR_DIAGNOSIS_RULE). */
   name: string;
   pattern: Pattern;
   /** 0..1; below 0.5 selfheal does not act on the diagnosis and rethrows the original error. */

@@ -23,7 +23,7 @@ export interface DiagnosedTool {
 }
 
 /**
- * Diagnoses one failure and records it everywhere it belongs: an `agent.diagnosis` span under
+ * Diagnoses one failure and records it everywhere it belongs: a diagnosis span under
  * the call's span, the diagnosis and incident counters, the drift watch and the `diagnosis`
  * event. For an UNKNOWN error it asks the optional advisor without waiting for it.
  */

@@ -61,7 +61,7 @@ export interface RecoveryInput<A, R> {
   first: Failure;
   firstMessage: string;
   plan: readonly PlanStep[];
-  /** The context of the call's `agent.tool_call` span. */
+  /** The context of the call's tool-call span. */
   callContext: Context;
   /** What every attempt of the call shares. */
   base: Omit<AttemptSpec, "provider" | "timeoutMs" | "attempt" | "parent">;
@@ -81,7 +81,7 @@ export const dependencyOf = (tool: string, provider: string | undefined): string
   provider ?? tool;
 
 /**
- * Runs a failed call's recovery chain and records it: one `agent.recovery` span per attempt and
+ * Runs a failed call's recovery chain and records it: one recovery span per attempt and
  * per step that sends nothing, the recovery metrics, spend against the task's budget, breaker
  * outcomes, and one recovery event (listeners, and the JSONL log when configured).
  */

@@ -14,7 +14,7 @@ export interface Alert {
 
 /** A channel to humans. Sending may throw; selfheal catches, times out and logs it. */
 export interface Notifier {
-  /** The `channel` label of `selfheal_escalations`, e.g. `slack`. */
+  /** The channel label of the escalations metric, e.g. slack. */
   readonly channel: string;
   send(alert: Alert, signal: AbortSignal): Promise<void>;
 }

@@ -33,8 +33,12 @@ export async function runChain(
     for (const step of plan) {
       const { strategy: name, attempts } = normalizeStep(step);
       const strategy = STRATEGY_REGISTRY[name];
-      if (strategy.sameRoute && !run.last.diagnosis.retryable) {
-        options.onStep(name, `${run.last.diagnosis.pattern} is never retried on the same route`);
+      const skip =
+        strategy.sameRoute && !run.last.diagnosis.retryable
+          ? `${run.last.diagnosis.pattern} is never retried on the same route`
+          : strategy.inapplicable?.(run);
+      if (skip !== undefined) {
+        options.onStep(name, skip);
         continue;
       }
       options.onStep(name);

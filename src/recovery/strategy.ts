@@ -72,6 +72,8 @@ export interface Strategy {
   readonly reexecutes: boolean;
   /** Sends it again on the same route (never after a non-retryable pattern). */
   readonly sameRoute: boolean;
+  /** Why the strategy cannot help this call, if it cannot (it is then skipped). */
+  inapplicable?(run: RecoveryRun): string | undefined;
   run(run: RecoveryRun, attempts: number | undefined): Promise<StepResult>;
 }
 

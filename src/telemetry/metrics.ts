@@ -52,11 +52,11 @@ export interface ToolMetricLabels {
   duration: Attributes;
   /** Present for LLM tools: labels for empty=true / empty=false. */
   llm?: { empty: Attributes; nonEmpty: Attributes };
-  /** `selfheal_incidents` labels by pattern. */
+  /** Incident counter labels by pattern (METRIC_INCIDENTS). */
   incident: Record<Pattern, Attributes>;
-  /** `selfheal_recoveries` labels by strategy and step outcome. */
+  /** Recovery counter labels by strategy and step outcome (METRIC_RECOVERIES). */
   recovery: Record<StrategyName, Record<RecoveryStepOutcome, Attributes>>;
-  /** `selfheal_recovery_duration_seconds` labels by recovery outcome. */
+  /** MTTR histogram labels by recovery outcome (METRIC_RECOVERY_DURATION). */
   recoveryRun: Record<RecoveryOutcome, Attributes>;
 }
 

@@ -8,6 +8,8 @@ export const failover: Strategy = {
   name: "failover_to_secondary",
   reexecutes: true,
   sameRoute: false,
+  inapplicable: (run) =>
+    run.providers.length < 2 ? "the tool has no secondary provider" : undefined,
   async run(run) {
     for (const provider of run.providers) {
       if (run.failedProviders.has(provider)) continue;
