@@ -36,15 +36,13 @@ export class MemorySignalStore implements SignalStore {
   }
 
   recordCall(record: CallRecord, now: number): void {
-    if (record.outcome === "blocked") return;
+    const ok = record.outcome === "success" || record.outcome === "recovered" ? 1 : 0;
+    const failed = failedAttempts(record);
+    // Blocked calls and calls failed fast by an open circuit reached no dependency: no signal.
+    if (ok + failed === 0) return;
     const agent = this.agent(record.agent);
     const tool = this.tool(agent, record.tool);
-    tool.calls.add(
-      now,
-      record.outcome === "error" ? 0 : 1,
-      failedAttempts(record),
-      record.durationMs,
-    );
+    tool.calls.add(now, ok, failed, record.durationMs);
     if (record.empty !== undefined) {
       tool.llm.add(record.empty);
       agent.llm.add(record.empty);

@@ -105,7 +105,18 @@ describe("MemorySignalStore", () => {
   it("ignores blocked calls in the success rate and caps the number of tools", () => {
     const store = new MemorySignalStore();
     store.recordCall({ agent: "a", tool: "w", outcome: "blocked", durationMs: 0 }, T0);
+    // Failed fast by an open circuit: nothing reached the dependency.
+    store.recordCall(
+      { agent: "a", tool: "w", outcome: "error", durationMs: 0, failedAttempts: 0 },
+      T0,
+    );
     expect(store.read("a", T0).tools.size).toBe(0);
+    // A recovered call still shows the attempts that failed.
+    store.recordCall(
+      { agent: "b", tool: "r", outcome: "recovered", durationMs: 9, failedAttempts: 2 },
+      T0,
+    );
+    expect(store.read("b", T0).tools.get("r")?.calls).toMatchObject({ ok: 1, failed: 2 });
     for (let i = 0; i < MAX_TOOLS_PER_AGENT + 50; i++) {
       store.recordCall({ agent: "a", tool: `tool-${i}`, outcome: "success", durationMs: 1 }, T0);
     }
