@@ -19,6 +19,8 @@ export interface ToolRuntime<A, R> {
   isEmpty: ((result: R) => boolean) | undefined;
   /** Primary first; `[undefined]` for a tool without providers. */
   providers: readonly (string | undefined)[];
+  /** Breakers open on their own only where another route can take the traffic. */
+  canTrip: boolean;
   labels: ToolMetricLabels;
 }
 
@@ -38,7 +40,9 @@ export interface AttemptSpec {
 
 export type OnceResult<R> =
   | { ok: true; value: R; costUsd: number }
-  | { ok: false; failure: Failure; costUsd: number; errorType: string; message: string };
+  | { ok: false; failure: Failure; costUsd: number; errorType: string; message: string }
+  /** The caller aborted: no diagnosis, no verdict on the route. */
+  | { aborted: true; error: unknown; costUsd: number };
 
 /** A user `isEmpty` that throws must not turn a good answer into a failure: count it as an answer. */
 function safeIsEmpty<R>(isEmpty: (result: R) => boolean, result: R): boolean {
@@ -90,6 +94,7 @@ export async function runOnce<A, R>(
         )
       : await context.with(spec.parent, tool.fn, undefined, args, ctx);
   } catch (error) {
+    if (spec.callerSignal?.aborted) return { aborted: true, error, costUsd: cost() };
     const type = errorType(error);
     const message = redact(describeThrown(error), maxErrorLength);
     recordAttemptError(tracer, spec.parent, error, type, message, spec.attempt, maxErrorLength);

@@ -23,8 +23,9 @@ import {
   type RecoveryOutcome,
   type StrategyName,
 } from "../telemetry/conventions.js";
+import type { RecoveryBudget } from "../recovery/budget.js";
 import { runOnce, type AttemptSpec, type ToolRuntime } from "./attempt.js";
-import type { Engine } from "./tool.js";
+import { probeTimeout, type Engine } from "./tool.js";
 
 /** A finished recovery, as listeners and the JSONL log get it. */
 export interface RecoveryEvent {
@@ -61,6 +62,12 @@ export interface RecoveryInput<A, R> {
   first: Failure;
   firstMessage: string;
   plan: readonly PlanStep[];
+  /** A write without an idempotency key: steps that send it again are skipped. */
+  mayReexecute: boolean;
+  /** The task's budget (or the call's own, outside a task). */
+  budget: RecoveryBudget;
+  /** What the first, failed attempt cost. */
+  firstCostUsd: number;
   /** The context of the call's tool-call span. */
   callContext: Context;
   /** What every attempt of the call shares. */
@@ -72,7 +79,9 @@ export interface RecoveryInput<A, R> {
 export interface RecoveryResult {
   chain: ChainResult;
   last: Failure;
-  /** Failed recovery attempts. */
+  /** Recovery attempts made (the first, failed attempt not included). */
+  attempts: number;
+  /** Those of them that failed. */
   failedAttempts: number;
 }
 
@@ -93,12 +102,24 @@ export async function recoverCall<A, R>(
   const { clock } = options;
   const { tool } = input;
   const settings = options.recovery;
-  const budget = engine.budgets.for(input.base.taskId);
+  const { budget } = input;
   const primary = tool.providers[0];
+  /** What an attempt on a provider is expected to cost: its price, else what one last cost. */
+  const lastCost = new Map<string | undefined, number>([
+    [input.first.provider, input.firstCostUsd],
+  ]);
+  const expectedCost = (provider: string | undefined) =>
+    Math.max(
+      attemptCost(
+        provider === undefined ? undefined : settings.providers.get(provider),
+        undefined,
+        undefined,
+      ),
+      lastCost.get(provider) ?? 0,
+    );
   const state = {
     last: input.first,
     attempts: 0,
-    failed: 0,
     costUsd: 0,
     differentialUsd: 0,
     steps: [] as { strategy: StrategyName; skipped?: string }[],
@@ -132,21 +153,17 @@ export async function recoverCall<A, R>(
     // The one guard for every strategy: never the same route again after a pattern retrying cannot fix.
     if (request.provider === state.last.provider && !state.last.diagnosis.retryable)
       return { ok: false, rejected: true };
+    // Reserve the expected cost first, so concurrent calls of a task cannot overspend it together;
+    // and before the breaker, so a refused attempt never holds a half-open probe.
+    const expected = expectedCost(request.provider);
+    if (!budget.allows(expected)) throw new BudgetStop(budget.spentUsd, budget.limitUsd);
     const breaker = breakers.get(dependencyOf(tool.name, request.provider));
     const admission = breaker.admit(clock.now());
     if (admission === "rejected") return { ok: false, rejected: true };
-    const config =
-      request.provider === undefined ? undefined : settings.providers.get(request.provider);
-    if (!budget.allows(attemptCost(config, undefined, undefined)))
-      throw new BudgetStop(budget.spentUsd, budget.limitUsd);
+    budget.spend(expected);
     const number = 1 + ++state.attempts;
     const probe = admission === "probe";
-    const timeoutMs = probe
-      ? Math.min(
-          request.timeoutMs ?? settings.breaker.probeTimeoutMs,
-          settings.breaker.probeTimeoutMs,
-        )
-      : request.timeoutMs;
+    const timeoutMs = probe ? probeTimeout(request.timeoutMs, options) : request.timeoutMs;
     const span = tracer.startSpan(
       SPAN_RECOVERY,
       {
@@ -168,8 +185,14 @@ export async function recoverCall<A, R>(
       attempt: number,
       parent: trace.setSpan(input.callContext, span),
     });
-    budget.spend(out.costUsd);
+    budget.spend(out.costUsd - expected);
+    lastCost.set(request.provider, out.costUsd);
     state.costUsd += out.costUsd;
+    if ("aborted" in out) {
+      span.setAttribute(ATTR_RECOVERY_OUTCOME, "aborted");
+      span.end();
+      throw out.error; // the caller gave up: recovery ends with the caller's reason
+    }
     if (request.provider !== primary && primary !== undefined && request.provider !== undefined) {
       const differential =
         out.costUsd - attemptCost(settings.providers.get(primary), undefined, undefined);
@@ -178,7 +201,7 @@ export async function recoverCall<A, R>(
       if (differential !== 0)
         metrics.failoverDifferentialUsd(primary, request.provider, differential);
     }
-    breaker.record(clock.now(), out.ok, probe, tool.providers.length > 1);
+    breaker.record(clock.now(), out.ok, probe, tool.canTrip);
     span.setAttribute(ATTR_RECOVERY_OUTCOME, out.ok ? "success" : "failure");
     span.setAttribute(ATTR_RECOVERY_COST_USD, out.costUsd);
     if (!out.ok) span.setStatus({ code: SpanStatusCode.ERROR, message: out.message });
@@ -191,7 +214,6 @@ export async function recoverCall<A, R>(
     );
     if (out.ok) return { ok: true, value: out.value, provider: request.provider };
     state.last = out.failure;
-    state.failed++;
     state.failedProviders.add(request.provider);
     return { ok: false, rejected: false };
   };
@@ -226,48 +248,61 @@ export async function recoverCall<A, R>(
       }),
   };
 
-  const chain = await runChain(run, input.plan, {
-    onStep: (strategy, skipped) => {
-      state.steps.push(skipped === undefined ? { strategy } : { strategy, skipped });
-      if (skipped !== undefined) {
-        metrics.recoveryStep(tool.labels, strategy, "skipped", 0);
-        stepSpan(strategy, "skipped", { [ATTR_RECOVERY_SKIPPED]: skipped });
-      } else if (!STRATEGY_REGISTRY[strategy].reexecutes) {
-        metrics.recoveryStep(tool.labels, strategy, "applied", 0);
-        stepSpan(strategy, "applied");
-      }
-    },
-  });
+  const report = (outcome: RecoveryOutcome, provider: string | undefined) => {
+    const durationMs = clock.now() - input.firstErrorAt;
+    metrics.recovery(tool.labels, outcome, durationMs);
+    engine.recordRecovery({
+      at: clock.now(),
+      agent: options.agent,
+      tool: tool.name,
+      taskId: input.base.taskId,
+      error: input.firstMessage,
+      pattern: input.first.diagnosis.pattern,
+      confidence: input.first.diagnosis.confidence,
+      strategy: state.steps.filter((s) => s.skipped === undefined).at(-1)?.strategy,
+      steps: state.steps,
+      attempts: state.attempts,
+      durationMs,
+      outcome,
+      costUsd: state.costUsd,
+      wastedRetries: 0,
+      failoverCostDifferentialUsd: state.differentialUsd,
+      provider,
+    });
+  };
 
-  const outcome: RecoveryOutcome =
-    chain.outcome === "recovered"
-      ? "recovered"
-      : chain.outcome === "budget"
-        ? "budget_exhausted"
-        : chain.outcome === "stopped"
-          ? "escalated"
-          : "failed";
+  let chain: ChainResult;
+  try {
+    chain = await runChain(run, input.plan, {
+      mayReexecute: input.mayReexecute,
+      onStep: (strategy, skipped) => {
+        state.steps.push(skipped === undefined ? { strategy } : { strategy, skipped });
+        if (skipped !== undefined) {
+          metrics.recoveryStep(tool.labels, strategy, "skipped", 0);
+          stepSpan(strategy, "skipped", { [ATTR_RECOVERY_SKIPPED]: skipped });
+        } else if (!STRATEGY_REGISTRY[strategy].reexecutes) {
+          metrics.recoveryStep(tool.labels, strategy, "applied", 0);
+          stepSpan(strategy, "applied");
+        }
+      },
+    });
+  } catch (error) {
+    report("failed", undefined); // the caller aborted mid-recovery, or a fallback threw
+    throw error;
+  }
   if (chain.outcome === "budget") await run.escalate();
-  const durationMs = clock.now() - input.firstErrorAt;
-  metrics.recovery(tool.labels, outcome, durationMs);
-  const ran = state.steps.filter((s) => s.skipped === undefined);
-  engine.recordRecovery({
-    at: clock.now(),
-    agent: options.agent,
-    tool: tool.name,
-    taskId: input.base.taskId,
-    error: input.firstMessage,
-    pattern: input.first.diagnosis.pattern,
-    confidence: input.first.diagnosis.confidence,
-    strategy: ran.at(-1)?.strategy,
-    steps: state.steps,
+  const outcomes = {
+    recovered: "recovered",
+    budget: "budget_exhausted",
+    stopped: "escalated",
+    exhausted: "failed",
+  } as const;
+  report(outcomes[chain.outcome], chain.outcome === "recovered" ? chain.provider : undefined);
+  const answered = chain.outcome === "recovered" && !chain.fallback ? 1 : 0;
+  return {
+    chain,
+    last: state.last,
     attempts: state.attempts,
-    durationMs,
-    outcome,
-    costUsd: state.costUsd,
-    wastedRetries: 0,
-    failoverCostDifferentialUsd: state.differentialUsd,
-    provider: chain.outcome === "recovered" ? chain.provider : undefined,
-  });
-  return { chain, last: state.last, failedAttempts: state.failed };
+    failedAttempts: state.attempts - answered,
+  };
 }

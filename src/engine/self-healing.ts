@@ -8,7 +8,7 @@ import { HealthEvaluator, type HealthReport } from "../health/evaluator.js";
 import { HealthSpanProcessor } from "../health/span-processor.js";
 import { Escalator } from "../notify/escalator.js";
 import { BreakerRegistry } from "../recovery/breaker.js";
-import { RecoveryBudgets } from "../recovery/budget.js";
+import { RecoveryBudget } from "../recovery/budget.js";
 import { JsonlLog } from "../recovery/event-log.js";
 import { IdempotencyLedger } from "../recovery/idempotency.js";
 import { mergeThresholds, type HealthThresholds } from "../health/thresholds.js";
@@ -137,7 +137,7 @@ export function createSelfHealing(options: SelfHealingOptions): SelfHealing {
     events,
     tasks: new AsyncLocalStorage<TaskState>(),
     breakers,
-    budgets: new RecoveryBudgets(recovery.budgetUsd),
+    inflight: new Map(),
     ledger: new IdempotencyLedger(recovery.ledger),
     escalator: new Escalator({
       notifiers: recovery.notifiers,
@@ -151,17 +151,14 @@ export function createSelfHealing(options: SelfHealingOptions): SelfHealing {
     }),
     closed: () => closed !== undefined,
     degraded(report) {
+      if (degradedAt === undefined) return false;
       // Lifted by evidence: a report made after degrading, healthy on enough calls.
       const rate = report.signals.find((r) => r.signal === "success_rate");
-      if (
-        degradedAt !== undefined &&
-        report.at > degradedAt &&
-        report.status === "healthy" &&
-        rate?.value != null
-      ) {
+      if (report.at > degradedAt && report.status === "healthy" && rate?.value != null) {
         degradedAt = undefined;
+        return false;
       }
-      return degradedAt !== undefined;
+      return true;
     },
     degrade() {
       degradedAt ??= clock.now();
@@ -204,7 +201,11 @@ export function createSelfHealing(options: SelfHealingOptions): SelfHealing {
           "the last argument must be the task function",
         );
       const report = await health.current();
-      const state: TaskState = { id, mode: modeOf(report, engine.degraded(report)) };
+      const state: TaskState = {
+        id,
+        mode: modeOf(report, engine.degraded(report)),
+        budget: new RecoveryBudget(recovery.budgetUsd),
+      };
       try {
         const result = await engine.tasks.run(state, fn, { id, mode: state.mode, health: report });
         recordTask("completed");
@@ -212,8 +213,6 @@ export function createSelfHealing(options: SelfHealingOptions): SelfHealing {
       } catch (error) {
         recordTask("failed");
         throw error;
-      } finally {
-        engine.budgets.release(id);
       }
     },
 

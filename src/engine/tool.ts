@@ -14,8 +14,8 @@ import { CircuitOpenError, RecoveryBudgetExhaustedError, SelfHealClosedError } f
 import type { HealthEvaluator, HealthReport } from "../health/evaluator.js";
 import type { CallRecord } from "../health/store.js";
 import type { Escalator } from "../notify/escalator.js";
-import type { BreakerRegistry } from "../recovery/breaker.js";
-import type { RecoveryBudgets } from "../recovery/budget.js";
+import type { BreakerRegistry, CircuitBreaker } from "../recovery/breaker.js";
+import { RecoveryBudget } from "../recovery/budget.js";
 import type { IdempotencyLedger } from "../recovery/idempotency.js";
 import { STRATEGY_REGISTRY } from "../recovery/strategies/index.js";
 import type { Failure } from "../recovery/strategy.js";
@@ -61,6 +61,8 @@ import { dependencyOf, recoverCall, type RecoveryEvent } from "./recovery-step.j
 export interface TaskState {
   readonly id: string;
   readonly mode: CallMode;
+  /** Every recovery attempt of the task draws on it. */
+  readonly budget: RecoveryBudget;
 }
 
 /** The parts of an instance a tool call uses. */
@@ -74,8 +76,9 @@ export interface Engine {
   readonly events: Emitter<SelfHealEvents>;
   readonly tasks: AsyncLocalStorage<TaskState>;
   readonly breakers: BreakerRegistry;
-  readonly budgets: RecoveryBudgets;
   readonly ledger: IdempotencyLedger;
+  /** Writes in flight by tool and idempotency key: a second call with the key shares the first. */
+  readonly inflight: Map<string, Promise<{ value: unknown }>>;
   readonly escalator: Escalator;
   readonly closed: () => boolean;
   /** Whether recovery's degrade_to_readonly is in force for this report (lifted once healthy). */
@@ -110,6 +113,8 @@ interface Ending {
   outcome: CallOutcome;
   empty?: boolean | undefined;
   failedAttempts: number;
+  /** False when the call says nothing about the dependency (fast fail, fallback, replay, abort). */
+  signal?: boolean;
   failure?: { type: string; message: string };
 }
 
@@ -128,13 +133,12 @@ export function instrumentTool<A, R>(
     toolOptions.providers ??
     (toolOptions.provider === undefined ? [undefined] : [toolOptions.provider]);
   const primary = providers[0];
-  /** Breakers open on their own only where another route can take the traffic. */
-  const canTrip = providers.length > 1;
   const runtime: ToolRuntime<A, R> = {
     name,
     fn,
     isEmpty: isLlm ? (toolOptions.isEmpty ?? isEmptyResponse) : undefined,
     providers,
+    canTrip: providers.length > 1,
     labels: engine.metrics.registerTool(name, isLlm ? (primary ?? "unknown") : undefined),
   };
   const staticAttributes: Attributes = {
@@ -163,7 +167,7 @@ export function instrumentTool<A, R>(
     if (end.failure) setSpanError(span, end.failure.type, end.failure.message);
     span.end();
     try {
-      store.recordCall(record, now);
+      if (end.signal !== false) store.recordCall(record, now);
     } catch (error) {
       options.logger.warn(
         `selfheal: signal store failed to record a call: ${redact(describeThrown(error))}`,
@@ -181,12 +185,14 @@ export function instrumentTool<A, R>(
   }
 
   /** The first route whose breaker admits a call, primary first. */
-  function route(now: number): { provider: string | undefined; probe: boolean } | CircuitOpenError {
+  function route(
+    now: number,
+  ): { provider: string | undefined; probe: boolean; breaker: CircuitBreaker } | CircuitOpenError {
     let retryAfterMs = Number.POSITIVE_INFINITY;
     for (const provider of providers) {
       const breaker = breakers.get(dependencyOf(name, provider));
       const admission = breaker.admit(now);
-      if (admission !== "rejected") return { provider, probe: admission === "probe" };
+      if (admission !== "rejected") return { provider, probe: admission === "probe", breaker };
       retryAfterMs = Math.min(retryAfterMs, breaker.retryAfterMs(now));
     }
     return new CircuitOpenError(dependencyOf(name, primary), retryAfterMs);
@@ -206,6 +212,11 @@ export function instrumentTool<A, R>(
       parent,
     );
     span.setAttribute(ATTR_HEALTH_STATUS, report.status);
+    let ended = false;
+    const end = (ending: Ending) => {
+      ended = true;
+      finish(span, started, taskId, ending);
+    };
     if (taskId !== undefined) span.setAttribute(ATTR_TASK_ID, taskId);
     if (call.toolCallId !== undefined) span.setAttribute(ATTR_GEN_AI_TOOL_CALL_ID, call.toolCallId);
     if (options.recordArguments) {
@@ -219,7 +230,7 @@ export function instrumentTool<A, R>(
     if (!readOnly) {
       const refusal = refuseWrite(report, name, degraded);
       if (refusal) {
-        finish(span, started, taskId, {
+        end({
           outcome: "blocked",
           failedAttempts: 0,
           failure: { type: refusal.name, message: refusal.message },
@@ -230,21 +241,26 @@ export function instrumentTool<A, R>(
     const timeoutMs = call.timeoutMs ?? toolOptions.timeoutMs;
     if (timeoutMs !== undefined) span.setAttribute(ATTR_CALL_TIMEOUT_MS, timeoutMs);
     const callContext = trace.setSpan(parent, span);
-    const fail = (error: unknown, failedAttempts: number): never => {
-      finish(span, started, taskId, {
+    const fail = (error: unknown, failedAttempts: number, signal = true): never => {
+      end({
         outcome: "error",
         failedAttempts,
+        signal,
         failure: { type: errorType(error), message: redact(describeThrown(error), maxErrorLength) },
       });
       throw error;
     };
+    /** Ends a call that has an answer; only answers of the tool itself go to the ledger. */
     const succeed = (
       value: R,
       outcome: "success" | "recovered",
-      provider: string | undefined,
-      attempts: number,
-      failedAttempts: number,
-      empty?: boolean,
+      how: {
+        provider: string | undefined;
+        attempts: number;
+        failedAttempts: number;
+        empty?: boolean;
+        fallback?: boolean;
+      },
     ): CallResult<R> => {
       if (options.recordResults) {
         span.setAttribute(
@@ -252,128 +268,152 @@ export function instrumentTool<A, R>(
           redact(boundedJson(value) ?? "", maxErrorLength),
         );
       }
-      if (key !== undefined && !readOnly && !empty)
+      if (key !== undefined && !readOnly && !how.empty && !how.fallback)
         engine.ledger.set(name, key, value, clock.now());
-      finish(span, started, taskId, {
+      end({
         outcome,
-        empty: isLlm ? (empty ?? false) : undefined,
-        failedAttempts,
+        empty: isLlm && !how.fallback ? (how.empty ?? false) : undefined,
+        failedAttempts: how.failedAttempts,
+        // A fallback answer says nothing about the dependency.
+        signal: !how.fallback || how.failedAttempts > 0,
       });
-      return { value, outcome, provider, attempts, replayed: false };
+      return { value, outcome, provider: how.provider, attempts: how.attempts, replayed: false };
     };
 
     let key: string | undefined;
     try {
       key = call.idempotencyKey ?? toolOptions.idempotencyKey?.(args);
     } catch (error) {
-      return fail(error, 1);
+      return fail(error, 0, false); // the tool never ran
     }
-    if (key !== undefined) {
-      span.setAttribute(ATTR_IDEMPOTENCY_KEY, hashKey(key));
-      const stored = readOnly ? undefined : engine.ledger.get(name, key, started);
-      if (stored) {
+    const ledgerId = key !== undefined && !readOnly ? `${name}\u0000${key}` : undefined;
+    if (key !== undefined) span.setAttribute(ATTR_IDEMPOTENCY_KEY, hashKey(key));
+    if (ledgerId !== undefined && key !== undefined) {
+      const stored = engine.ledger.get(name, key, started);
+      // The same write already in flight: share its outcome rather than send it twice.
+      const shared = stored
+        ? Promise.resolve({ value: stored.value })
+        : engine.inflight.get(ledgerId);
+      if (shared) {
         span.setAttribute(ATTR_IDEMPOTENCY_REPLAYED, true);
-        finish(span, started, taskId, { outcome: "success", failedAttempts: 0 });
-        return {
-          value: stored.value as R,
-          outcome: "success",
+        let value: R;
+        try {
+          value = (await shared).value as R;
+        } catch (error) {
+          return fail(error, 0, false);
+        }
+        end({ outcome: "success", failedAttempts: 0, signal: false });
+        return { value, outcome: "success", provider: undefined, attempts: 0, replayed: true };
+      }
+    }
+
+    const execute = async (): Promise<CallResult<R>> => {
+      const fallback = toolOptions.fallback;
+      const routed = route(started);
+      if (routed instanceof CircuitOpenError) {
+        if (!fallback) return fail(routed, 0, false); // failing fast says nothing new about health
+        return succeed(await fallback(args, routed), "recovered", {
           provider: undefined,
           attempts: 0,
-          replayed: true,
-        };
+          failedAttempts: 0,
+          fallback: true,
+        });
       }
-    }
+      const base = {
+        mode,
+        idempotencyKey: key,
+        toolCallId: call.toolCallId,
+        taskId,
+        callerSignal: call.signal,
+      };
+      const first = await runOnce(engine, runtime, args, {
+        ...base,
+        provider: routed.provider,
+        timeoutMs: routed.probe ? probeTimeout(timeoutMs, options) : timeoutMs,
+        attempt: 1,
+        parent: callContext,
+      });
+      if ("aborted" in first) return fail(first.error, 0, false); // the caller gave up: no verdict on the route
+      routed.breaker.record(clock.now(), first.ok, routed.probe, runtime.canTrip);
+      if (first.ok)
+        return succeed(first.value, "success", {
+          provider: routed.provider,
+          attempts: 1,
+          failedAttempts: 0,
+        });
 
-    const fallback = toolOptions.fallback;
-    const routed = route(started);
-    if (routed instanceof CircuitOpenError) {
-      if (!fallback) return fail(routed, 0); // failing fast says nothing new about health
-      return succeed(await fallback(args, routed), "recovered", undefined, 0, 0);
-    }
-    const base = {
-      mode,
-      idempotencyKey: key,
-      toolCallId: call.toolCallId,
-      taskId,
-      callerSignal: call.signal,
-    };
-    const first = await runOnce(engine, runtime, args, {
-      ...base,
-      provider: routed.provider,
-      timeoutMs: routed.probe
-        ? Math.min(
-            timeoutMs ?? options.recovery.breaker.probeTimeoutMs,
-            options.recovery.breaker.probeTimeoutMs,
-          )
-        : timeoutMs,
-      attempt: 1,
-      parent: callContext,
-    });
-    breakers
-      .get(dependencyOf(name, routed.provider))
-      .record(clock.now(), first.ok, routed.probe, canTrip);
-    if (first.ok) return succeed(first.value, "success", routed.provider, 1, 0);
-
-    const diagnosis = first.failure.diagnosis;
-    const plan =
-      toolOptions.plans?.[diagnosis.pattern] ??
-      options.recovery.plans[diagnosis.pattern] ??
-      diagnosis.strategies;
-    const giveUp = (failure: Failure, failedAttempts: number, attempts: number): CallResult<R> => {
-      // An empty answer that nothing improved on is still the answer.
-      if (failure.empty)
-        return succeed(
-          failure.empty.value as R,
-          "success",
-          failure.provider,
-          attempts,
-          failedAttempts - 1,
-          true,
-        );
-      return fail(failure.error, failedAttempts);
-    };
-    if (!diagnosis.actionable || plan.length === 0) return giveUp(first.failure, 1, 1);
-    if (!readOnly && key === undefined) {
-      // A write without a key is never sent again: the error stands, and the log says why.
-      if (plan.some((step) => STRATEGY_REGISTRY[normalizeStep(step).strategy].reexecutes)) {
+      const diagnosis = first.failure.diagnosis;
+      const plan =
+        toolOptions.plans?.[diagnosis.pattern] ??
+        options.recovery.plans[diagnosis.pattern] ??
+        diagnosis.strategies;
+      const giveUp = (failure: Failure, attempts: number): CallResult<R> =>
+        // An empty answer that nothing improved on is still the answer.
+        failure.empty
+          ? succeed(failure.empty.value as R, "success", {
+              provider: failure.provider,
+              attempts,
+              failedAttempts: attempts - 1,
+              empty: true,
+            })
+          : fail(failure.error, attempts);
+      if (!diagnosis.actionable || plan.length === 0) return giveUp(first.failure, 1);
+      const mayReexecute = readOnly || key !== undefined;
+      if (
+        !mayReexecute &&
+        plan.some((step) => STRATEGY_REGISTRY[normalizeStep(step).strategy].reexecutes)
+      ) {
         warnOnce(engine, name);
       }
-      return fail(first.failure.error, 1);
-    }
+      const recovery = await recoverCall(engine, {
+        tool: runtime,
+        args,
+        first: first.failure,
+        firstMessage: first.message,
+        plan,
+        mayReexecute,
+        callContext,
+        base,
+        budget: tasks.getStore()?.budget ?? new RecoveryBudget(options.recovery.budgetUsd),
+        firstCostUsd: first.costUsd,
+        firstErrorAt: clock.now(),
+        fallback: fallback && (async () => ({ value: await fallback(args, first.failure.error) })),
+      });
+      const failedAttempts = 1 + recovery.failedAttempts;
+      const chain = recovery.chain;
+      switch (chain.outcome) {
+        case "recovered":
+          return succeed(chain.value as R, "recovered", {
+            provider: chain.provider,
+            attempts: 1 + recovery.attempts,
+            failedAttempts,
+            fallback: chain.fallback,
+          });
+        case "stopped":
+          return fail(chain.error, failedAttempts);
+        case "budget":
+          return fail(
+            new RecoveryBudgetExhaustedError(name, chain.spentUsd, chain.limitUsd, {
+              cause: recovery.last.error,
+            }),
+            failedAttempts,
+          );
+        case "exhausted":
+          return giveUp(recovery.last, 1 + recovery.attempts);
+      }
+    };
 
-    const recovery = await recoverCall(engine, {
-      tool: runtime,
-      args,
-      first: first.failure,
-      firstMessage: first.message,
-      plan,
-      callContext,
-      base,
-      firstErrorAt: clock.now(),
-      fallback: fallback && (async () => ({ value: await fallback(args, first.failure.error) })),
+    // Whatever escapes (the caller aborting a wait, a fallback that throws) still ends the call.
+    const run = execute().catch((error: unknown) => {
+      if (ended) throw error;
+      return fail(error, 0, false);
     });
-    const failedAttempts = 1 + recovery.failedAttempts;
-    const attempts = failedAttempts + (recovery.chain.outcome === "recovered" ? 1 : 0);
-    switch (recovery.chain.outcome) {
-      case "recovered":
-        return succeed(
-          recovery.chain.value as R,
-          "recovered",
-          recovery.chain.provider,
-          attempts,
-          failedAttempts,
-        );
-      case "stopped":
-        return fail(recovery.chain.error, failedAttempts);
-      case "budget":
-        return fail(
-          new RecoveryBudgetExhaustedError(name, recovery.chain.spentUsd, recovery.chain.limitUsd, {
-            cause: recovery.last.error,
-          }),
-          failedAttempts,
-        );
-      case "exhausted":
-        return giveUp(recovery.last, failedAttempts, attempts);
+    if (ledgerId === undefined) return run;
+    engine.inflight.set(ledgerId, run);
+    try {
+      return await run;
+    } finally {
+      engine.inflight.delete(ledgerId);
     }
   }
 
@@ -395,4 +435,10 @@ function warnOnce(engine: Engine, tool: string): void {
       `Add idempotencyKey: (args) => args.orderId (a key unique per logical write) to its options, ` +
       `or pass { idempotencyKey } per call, so a retry can never write twice.`,
   );
+}
+
+/** The timeout of a half-open probe: the attempt's, bounded by the breaker's probe timeout. */
+export function probeTimeout(timeoutMs: number | undefined, options: ResolvedOptions): number {
+  const bound = options.recovery.breaker.probeTimeoutMs;
+  return Math.min(timeoutMs ?? bound, bound);
 }

@@ -228,17 +228,17 @@ export class HealthEvaluator {
   private latency(key: string, s: ScopeSignals, t: HealthThresholds, now: number): SignalReading {
     const samples = s.calls.ok + s.calls.failed;
     const p95 = histogramQuantile(s.calls.latency, 0.95);
+    const learned = this.baselines.get(key);
+    const baseline = t.latency.baselineMs ?? learned?.ms ?? null;
     if (p95 === undefined || samples < t.latency.minSamples) {
       return {
         signal: "latency_p95",
         status: "healthy",
         value: null,
         samples,
-        baselineMs: this.baselineOf(key, t),
+        baselineMs: baseline,
       };
     }
-    const learned = this.baselines.get(key);
-    const baseline = t.latency.baselineMs ?? learned?.ms ?? null;
     const status = baseline
       ? highIsBad(p95 / baseline, t.latency.warningFactor, t.latency.criticalFactor)
       : "healthy";
@@ -250,10 +250,6 @@ export class HealthEvaluator {
       this.baselines.set(key, { ms, at: now });
     }
     return { signal: "latency_p95", status, value: p95, samples, baselineMs: baseline };
-  }
-
-  private baselineOf(key: string, t: HealthThresholds): number | null {
-    return t.latency.baselineMs ?? this.baselines.get(key)?.ms ?? null;
   }
 
   private emitChanges(report: HealthReport, at: number): void {

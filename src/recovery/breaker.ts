@@ -86,9 +86,10 @@ export class CircuitBreaker {
       else this.open(now);
       return;
     }
-    if (this.isOpen) return; // late answers of calls admitted before it opened
+    // Late answers of calls admitted before it opened, and routes that may not trip, change nothing.
+    if (this.isOpen || !trip) return;
     this.window.add(now, ok ? 1 : 0, ok ? 0 : 1);
-    if (ok || !trip) return;
+    if (ok) return;
     const { ok: good, failed } = this.window.totals(now);
     const total = good + failed;
     if (total >= this.options.minimumAttempts && failed / total >= this.options.failureRate)

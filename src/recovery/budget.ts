@@ -1,4 +1,8 @@
-/** Spend of one task's recovery attempts, against its limit. */
+/**
+ * Spend of one task's recovery attempts against its limit: a flapping dependency cannot run up a
+ * bill, because every retry and failover of the task draws on it. A call outside any task gets
+ * a budget of its own.
+ */
 export class RecoveryBudget {
   spentUsd = 0;
 
@@ -11,31 +15,5 @@ export class RecoveryBudget {
 
   spend(usd: number): void {
     this.spentUsd += usd;
-  }
-}
-
-/**
- * Recovery budgets by task: a flapping dependency cannot run up a bill, because every retry and
- * failover of a task draws on the same budget. A call outside any task gets a budget of its own.
- */
-export class RecoveryBudgets {
-  private readonly byTask = new Map<string, RecoveryBudget>();
-
-  constructor(private readonly limitUsd: number) {}
-
-  /** The task's budget; a fresh one for calls outside a task. */
-  for(taskId: string | undefined): RecoveryBudget {
-    if (taskId === undefined) return new RecoveryBudget(this.limitUsd);
-    let budget = this.byTask.get(taskId);
-    if (!budget) {
-      budget = new RecoveryBudget(this.limitUsd);
-      this.byTask.set(taskId, budget);
-    }
-    return budget;
-  }
-
-  /** Forgets a finished task. */
-  release(taskId: string): void {
-    this.byTask.delete(taskId);
   }
 }

@@ -5,24 +5,26 @@ import { STRATEGY_REGISTRY } from "./strategies/index.js";
 
 /** How a recovery chain ended. */
 export type ChainResult =
-  | { outcome: "recovered"; value: unknown; provider: string | undefined; strategy: StrategyName }
+  | { outcome: "recovered"; value: unknown; provider: string | undefined; fallback: boolean }
   /** Every step gave up: the last error stands. */
   | { outcome: "exhausted" }
   /** A step ended the call with its own error (escalation). */
-  | { outcome: "stopped"; error: unknown; strategy: StrategyName }
+  | { outcome: "stopped"; error: unknown }
   /** The task's budget could not pay for another attempt. */
   | { outcome: "budget"; spentUsd: number; limitUsd: number };
 
 export interface ChainOptions {
+  /** A write without an idempotency key is never sent twice: steps that would are skipped. */
+  mayReexecute: boolean;
   /** Called with each step as it starts, and with the steps skipped and why. */
   onStep(strategy: StrategyName, skipped?: string): void;
 }
 
 /**
  * Runs a recovery chain: each strategy in turn until one recovers the call or ends it; when a
- * strategy gives up, the next runs. A step that would retry the same route after a pattern
- * retrying cannot fix is skipped here, once for every strategy. (A write without an idempotency
- * key never reaches a chain.)
+ * strategy gives up, the next runs. Safety is enforced here, once for every strategy: a write
+ * without an idempotency key is never sent again, and no step retries the same route after a
+ * pattern that retrying cannot fix.
  */
 export async function runChain(
   run: RecoveryRun,
@@ -34,9 +36,11 @@ export async function runChain(
       const { strategy: name, attempts } = normalizeStep(step);
       const strategy = STRATEGY_REGISTRY[name];
       const skip =
-        strategy.sameRoute && !run.last.diagnosis.retryable
-          ? `${run.last.diagnosis.pattern} is never retried on the same route`
-          : strategy.inapplicable?.(run);
+        strategy.reexecutes && !options.mayReexecute
+          ? "a write without an idempotency key is never sent twice"
+          : strategy.sameRoute && !run.last.diagnosis.retryable
+            ? `${run.last.diagnosis.pattern} is never retried on the same route`
+            : strategy.inapplicable?.(run);
       if (skip !== undefined) {
         options.onStep(name, skip);
         continue;
@@ -48,11 +52,10 @@ export async function runChain(
           outcome: "recovered",
           value: result.value,
           provider: result.provider,
-          strategy: name,
+          fallback: result.fallback,
         };
       }
-      if (result.kind === "stop")
-        return { outcome: "stopped", error: result.error, strategy: name };
+      if (result.kind === "stop") return { outcome: "stopped", error: result.error };
     }
     return { outcome: "exhausted" };
   } catch (e) {

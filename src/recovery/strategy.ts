@@ -61,7 +61,7 @@ export interface RecoveryRun {
 
 /** Where a strategy left the call. */
 export type StepResult =
-  | { kind: "recovered"; value: unknown; provider: string | undefined }
+  | { kind: "recovered"; value: unknown; provider: string | undefined; fallback: boolean }
   | { kind: "next" }
   | { kind: "stop"; error: unknown };
 

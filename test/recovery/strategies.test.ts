@@ -367,7 +367,7 @@ describe("escalate_to_human and chains", () => {
 });
 
 describe("writes: idempotency", () => {
-  it("a write without a key is never sent twice: the error passes on and the log says how to add a key", async () => {
+  it("a write without a key is never sent twice: only the steps that send nothing run, and the log says how to add a key", async () => {
     const { sh, clock, warnings, events } = setup();
     let calls = 0;
     const fault = thrownFault("http_503");
@@ -375,10 +375,61 @@ describe("writes: idempotency", () => {
       calls++;
       throw fault;
     });
-    await expect(clock.run(charge(undefined))).rejects.toBe(fault);
+    const error = await clock.run(charge(undefined)).catch((e: unknown) => e);
     expect(calls).toBe(1);
+    expect(isHumanEscalationRequiredError(error) && error.cause).toBe(fault); // the original error, kept
     expect(warnings.join("\n")).toMatch(/no idempotency key.*idempotencyKey: \(args\) =>/s);
-    expect(events).toEqual([]);
+    expect(events[0]?.steps).toEqual([
+      {
+        strategy: "failover_to_secondary",
+        skipped: "a write without an idempotency key is never sent twice",
+      },
+      { strategy: "circuit_break" },
+      { strategy: "degrade_to_readonly" },
+      { strategy: "escalate_to_human" },
+    ]);
+  });
+
+  it("two concurrent calls with one key send the write once and share its answer", async () => {
+    const { sh, clock } = setup();
+    let calls = 0;
+    const charge = sh.tool(
+      "charge",
+      { readOnly: false, idempotencyKey: (o: string) => o },
+      async (o: string) => {
+        calls++;
+        await clock.sleep(1_000);
+        return `receipt ${o}`;
+      },
+    );
+    const both = clock.run(Promise.all([charge.detailed("o1"), charge.detailed("o1")]));
+    const [a, b] = await both;
+    expect(calls).toBe(1);
+    expect(a).toMatchObject({ value: "receipt o1", replayed: false });
+    expect(b).toMatchObject({ value: "receipt o1", replayed: true });
+  });
+
+  it("a fallback answer is never stored as the write's result", async () => {
+    const { sh, clock } = setup({ plans: { SERVICE_DOWN: ["circuit_break"] } });
+    let up = false;
+    const charge = sh.tool(
+      "charge",
+      { readOnly: false, idempotencyKey: (o: string) => o, fallback: () => "queued" },
+      (o: string) => {
+        if (!up) throw thrownFault("http_503");
+        return `receipt ${o}`;
+      },
+    );
+    await expect(clock.run(charge.detailed("o1"))).resolves.toMatchObject({
+      value: "queued",
+      attempts: 1,
+    });
+    up = true;
+    await clock.advance(15 * 60_000);
+    await expect(clock.run(charge.detailed("o1"))).resolves.toMatchObject({
+      value: "receipt o1",
+      replayed: false,
+    });
   });
 
   it("with a key, every attempt carries the same key; a repeated key replays the stored result", async () => {
@@ -400,6 +451,48 @@ describe("writes: idempotency", () => {
     const again = await charge.detailed({ order: "42" });
     expect(again).toMatchObject({ value: "receipt 42", replayed: true, attempts: 0 });
     expect(inj.calls).toBe(2);
+  });
+});
+
+describe("the caller's abort", () => {
+  it("is passed on as is: not diagnosed as a timeout, not recovered, no breaker verdict, nothing spent", async () => {
+    const { sh, clock, events } = setup({
+      providers: [
+        { name: "a", usdPerCall: 0.01 },
+        { name: "b", usdPerCall: 0.01 },
+      ],
+    });
+    const t = sh.tool(
+      "t",
+      { readOnly: true, providers: ["a", "b"] },
+      (_: undefined, ctx: CallContext) =>
+        new Promise((_r, reject) => {
+          ctx.signal.addEventListener("abort", () => {
+            reject(ctx.signal.reason);
+          });
+        }),
+    );
+    const controller = new AbortController();
+    const reason = new DOMException("user closed the chat", "AbortError");
+    const outcome = t(undefined, { signal: controller.signal }).catch((e: unknown) => e);
+    await clock.advance(20);
+    controller.abort(reason);
+    expect(await outcome).toBe(reason);
+    expect(events).toEqual([]);
+    expect(recoverySpans()).toEqual([]);
+  });
+
+  it("during a backoff wait ends the call with the caller's reason and a recovery event", async () => {
+    const { sh, clock, events } = setup();
+    const t = sh.tool("t", { readOnly: true }, () => Promise.reject(thrownFault("rate_limit")));
+    const controller = new AbortController();
+    const outcome = t(undefined, { signal: controller.signal }).catch((e: unknown) => e);
+    await clock.advance(100);
+    controller.abort(new Error("stop"));
+    expect(await outcome).toMatchObject({ message: "stop" });
+    expect(events).toMatchObject([{ outcome: "failed", pattern: "RATE_LIMIT" }]);
+    const call = otel.spans().find((s) => s.name === "agent.tool_call");
+    expect(call?.attributes["selfheal.call.outcome"]).toBe("error");
   });
 });
 
@@ -425,6 +518,24 @@ describe("recovery budget", () => {
     expect(error).toMatchObject({ spentUsd: 0.8, budgetUsd: 1 });
     expect(events[0]).toMatchObject({ outcome: "budget_exhausted", attempts: 2, costUsd: 0.8 });
     expect(notifier.alerts).toHaveLength(1);
+  });
+
+  it("holds when a task's calls recover concurrently", async () => {
+    const { sh, clock, events } = setup({
+      budgetUsd: 0.01,
+      providers: [{ name: "p", usdPerCall: 0.01 }],
+      plans: { SERVICE_DOWN: ["exponential_backoff_with_jitter"] },
+    });
+    const t = sh.tool("t", { readOnly: true, providers: ["p"] }, () =>
+      Promise.reject(thrownFault("http_503")),
+    );
+    await clock.run(
+      sh.task("busy", () =>
+        Promise.all(Array.from({ length: 5 }, () => t(undefined).catch(() => undefined))),
+      ),
+      { stepMs: 500 },
+    );
+    expect(events.reduce((sum, e) => sum + e.costUsd, 0)).toBeLessThanOrEqual(0.01);
   });
 
   it("is shared by every call of a task", async () => {

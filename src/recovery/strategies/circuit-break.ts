@@ -12,6 +12,8 @@ export const circuitBreak: Strategy = {
   async run(run) {
     run.openCircuit();
     const fallback = await run.fallback();
-    return fallback ? { kind: "recovered", value: fallback.value, provider: undefined } : NEXT;
+    return fallback
+      ? { kind: "recovered", value: fallback.value, provider: undefined, fallback: true }
+      : NEXT;
   },
 };

@@ -19,7 +19,8 @@ export const failover: Strategy = {
         timeoutMs: run.last.timeoutMs,
         waitMs: 0,
       });
-      if (out.ok) return { kind: "recovered", value: out.value, provider: out.provider };
+      if (out.ok)
+        return { kind: "recovered", value: out.value, provider: out.provider, fallback: false };
     }
     return NEXT;
   },

@@ -18,7 +18,8 @@ export const longerTimeout: Strategy = {
         timeoutMs,
         waitMs: 0,
       });
-      if (out.ok) return { kind: "recovered", value: out.value, provider: out.provider };
+      if (out.ok)
+        return { kind: "recovered", value: out.value, provider: out.provider, fallback: false };
       if (out.rejected) return NEXT;
     }
     return NEXT;
