@@ -5,8 +5,8 @@
  *
  * Run: npm run bench:diagnosis   (writes bench/results/diagnosis.json)
  */
-import { createSelfHealing } from "../src/index.js";
-import { thrownFault } from "../src/testing/index.js";
+import { createSelfHealing } from "../dist/index.js";
+import { thrownFault } from "../dist/testing/index.js";
 import { measure, report } from "./harness.js";
 
 const BATCH = 100;

@@ -2,6 +2,9 @@
  * Side-by-side measurement shared by the benchmarks: many short tinybench rounds (a burst of
  * machine noise hits every case alike), each case run in batches (one async call is too short
  * for a timer), the median of the rounds kept. Results go to bench/results/NAME.json.
+ *
+ * Benchmarks import the built package (dist/), as users run it: a TypeScript loader's output
+ * differs (esbuild's keepNames wraps every closure) and would measure the loader.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { Bench } from "tinybench";

@@ -14,7 +14,7 @@ import {
   type SpanExporter,
 } from "@opentelemetry/sdk-trace-base";
 import { ExportResultCode } from "@opentelemetry/core";
-import { createSelfHealing } from "../src/index.js";
+import { createSelfHealing } from "../dist/index.js";
 import { measure, report } from "./harness.js";
 
 const BATCH = 100;

@@ -63,6 +63,8 @@ export interface DiagnosisOptions {
   escalateUnknown?: EscalateUnknown;
   /** Time box of `escalateUnknown`, ms (default 5000). */
   escalateTimeoutMs?: number;
+  /** The fetch status pages are read with (default the global one; the simulator fakes it). */
+  fetch?: typeof fetch;
 }
 
 /** Recovery chains by pattern, overriding the rules' chains. */
@@ -201,6 +203,7 @@ export interface ResolvedOptions {
   drift: DriftOptions;
   escalateUnknown: EscalateUnknown | undefined;
   escalateTimeoutMs: number;
+  statusPageFetch: typeof fetch | undefined;
   recovery: ResolvedRecovery;
   recordArguments: boolean;
   recordResults: boolean;
@@ -433,6 +436,7 @@ const DIAGNOSIS_KEYS = [
   "drift",
   "escalateUnknown",
   "escalateTimeoutMs",
+  "fetch",
 ] as const satisfies readonly (keyof DiagnosisOptions)[];
 
 function resolveDiagnosis(input: unknown) {
@@ -463,6 +467,7 @@ function resolveDiagnosis(input: unknown) {
       number(drift[key], `diagnosis.drift.${key}`, { min: 1, max: 100_000, integer: true });
   }
   optionalFunction(d.escalateUnknown, "diagnosis.escalateUnknown");
+  optionalFunction(d.fetch, "diagnosis.fetch");
   return {
     rules: compileRules(rules),
     statusPages: pages as Record<string, string>,
@@ -472,6 +477,7 @@ function resolveDiagnosis(input: unknown) {
     drift: { ...DEFAULT_DRIFT, ...(drift as Partial<DriftOptions>) },
     escalateUnknown: d.escalateUnknown as EscalateUnknown | undefined,
     escalateTimeoutMs: (d.escalateTimeoutMs as number | undefined) ?? DEFAULT_ADVICE_TIMEOUT_MS,
+    statusPageFetch: d.fetch as typeof fetch | undefined,
   };
 }
 

@@ -24,7 +24,7 @@ import {
   type StrategyName,
 } from "../telemetry/conventions.js";
 import type { RecoveryBudget } from "../recovery/budget.js";
-import { runOnce, type AttemptSpec, type ToolRuntime } from "./attempt.js";
+import { runOnce, type CallBase, type ToolRuntime } from "./attempt.js";
 import { probeTimeout, type Engine } from "./tool.js";
 
 /** A finished recovery, as listeners and the JSONL log get it. */
@@ -71,7 +71,7 @@ export interface RecoveryInput<A, R> {
   /** The context of the call's tool-call span. */
   callContext: Context;
   /** What every attempt of the call shares. */
-  base: Omit<AttemptSpec, "provider" | "timeoutMs" | "attempt" | "parent">;
+  base: CallBase;
   firstErrorAt: number;
   fallback: (() => Promise<{ value: unknown }>) | undefined;
 }
@@ -178,8 +178,7 @@ export async function recoverCall<A, R>(
       input.callContext,
     );
     if (request.provider !== undefined) span.setAttribute(ATTR_RECOVERY_PROVIDER, request.provider);
-    const out = await runOnce(engine, tool, input.args, {
-      ...input.base,
+    const out = await runOnce(engine, tool, input.args, input.base, {
       provider: request.provider,
       timeoutMs,
       attempt: number,

@@ -108,6 +108,7 @@ export function createSelfHealing(options: SelfHealingOptions): SelfHealing {
       clock,
       timeoutMs: resolved.statusPageTimeoutMs,
       cacheMs: resolved.statusPageCacheMs,
+      ...(resolved.statusPageFetch && { fetch: resolved.statusPageFetch }),
     }),
   });
   const drift = new DriftDetector(resolved.drift, (event) => {

@@ -4,6 +4,7 @@ import {
   SpanKind,
   trace,
   type Attributes,
+  type Context,
   type Span,
   type Tracer,
 } from "@opentelemetry/api";
@@ -43,7 +44,14 @@ import {
 import type { SelfHealMetrics } from "../telemetry/metrics.js";
 import { boundedJson, describeThrown, redact } from "../telemetry/redact.js";
 import { errorType, hashKey, setSpanError } from "../telemetry/spans.js";
-import { runOnce, type ToolRuntime } from "./attempt.js";
+import {
+  attemptAnswered,
+  attemptFailed,
+  startAttempt,
+  type CallBase,
+  type OnceResult,
+  type ToolRuntime,
+} from "./attempt.js";
 import type { CallMode } from "./call-context.js";
 import { isEmptyResponse } from "./empty-response.js";
 import type { Emitter, SelfHealEvents } from "./events.js";
@@ -108,6 +116,32 @@ export interface CallResult<R> {
   replayed: boolean;
 }
 
+/** A first attempt that failed. */
+type FailedAttempt = Extract<OnceResult<unknown>, { ok: false }>;
+
+/** One call in flight. */
+interface CallState {
+  span: Span;
+  started: number;
+  taskId: string | undefined;
+  /** The context of the call's span. */
+  context: Context;
+  mode: CallMode;
+  timeoutMs: number | undefined;
+  key: string | undefined;
+  ended: boolean;
+}
+
+/** How an answer was obtained. */
+interface Answer {
+  provider: string | undefined;
+  attempts: number;
+  failedAttempts: number;
+  empty?: boolean;
+  /** The tool's fallback, not the tool, answered. */
+  fallback?: boolean;
+}
+
 /** How a call ended, for the record written once at its end. */
 interface Ending {
   outcome: CallOutcome;
@@ -151,46 +185,97 @@ export function instrumentTool<A, R>(
   if (primary !== undefined) staticAttributes[ATTR_GEN_AI_PROVIDER_NAME] = primary;
   if (toolOptions.type !== undefined) staticAttributes[ATTR_GEN_AI_TOOL_TYPE] = toolOptions.type;
 
-  /** Ends the call: one record to the span, the store, the metrics and the listeners. */
-  function finish(span: Span, started: number, taskId: string | undefined, end: Ending): void {
+  /** Ends the call once: one record to the span, the store, the metrics and the listeners. */
+  function end(c: CallState, ending: Ending): void {
+    c.ended = true;
     const now = clock.now();
     const record: CallRecord = {
       agent,
       tool: name,
-      outcome: end.outcome,
-      durationMs: now - started,
-      empty: end.empty,
-      failedAttempts: end.failedAttempts,
+      outcome: ending.outcome,
+      durationMs: now - c.started,
+      empty: ending.empty,
+      failedAttempts: ending.failedAttempts,
     };
-    span.setAttribute(ATTR_CALL_OUTCOME, end.outcome);
-    if (end.empty !== undefined) span.setAttribute(ATTR_RESPONSE_EMPTY, end.empty);
-    if (end.failure) setSpanError(span, end.failure.type, end.failure.message);
-    span.end();
+    c.span.setAttribute(ATTR_CALL_OUTCOME, ending.outcome);
+    if (ending.empty !== undefined) c.span.setAttribute(ATTR_RESPONSE_EMPTY, ending.empty);
+    if (ending.failure) setSpanError(c.span, ending.failure.type, ending.failure.message);
+    c.span.end();
     try {
-      if (end.signal !== false) store.recordCall(record, now);
+      if (ending.signal !== false) store.recordCall(record, now);
     } catch (error) {
       options.logger.warn(
         `selfheal: signal store failed to record a call: ${redact(describeThrown(error))}`,
       );
     }
-    engine.metrics.toolCall(runtime.labels, end.outcome, record.durationMs, end.empty);
+    engine.metrics.toolCall(runtime.labels, ending.outcome, record.durationMs, ending.empty);
     if (events.has("tool-call")) {
       events.emit("tool-call", {
         ...record,
         at: now,
-        taskId,
-        ...(end.failure && { errorType: end.failure.type, error: end.failure.message }),
+        taskId: c.taskId,
+        ...(ending.failure && { errorType: ending.failure.type, error: ending.failure.message }),
       });
     }
   }
+
+  /** Ends the call with an error and throws it. `signal: false`: it says nothing about the route. */
+  function fail(c: CallState, error: unknown, failedAttempts: number, signal = true): never {
+    end(c, {
+      outcome: "error",
+      failedAttempts,
+      signal,
+      failure: { type: errorType(error), message: redact(describeThrown(error), maxErrorLength) },
+    });
+    throw error;
+  }
+
+  /** Ends a call that has an answer; only answers of the tool itself go to the ledger. */
+  function succeed(
+    c: CallState,
+    value: R,
+    outcome: "success" | "recovered",
+    how: Answer,
+  ): CallResult<R> {
+    if (options.recordResults) {
+      c.span.setAttribute(
+        ATTR_GEN_AI_TOOL_CALL_RESULT,
+        redact(boundedJson(value) ?? "", maxErrorLength),
+      );
+    }
+    if (c.key !== undefined && !readOnly && !how.empty && !how.fallback) {
+      engine.ledger.set(name, c.key, value, clock.now());
+    }
+    end(c, {
+      outcome,
+      empty: isLlm && !how.fallback ? (how.empty ?? false) : undefined,
+      failedAttempts: how.failedAttempts,
+      // A fallback answer says nothing about the dependency.
+      signal: !how.fallback || how.failedAttempts > 0,
+    });
+    return { value, outcome, provider: how.provider, attempts: how.attempts, replayed: false };
+  }
+
+  /** Gives up with the last failure; an empty answer nothing improved on is still the answer. */
+  function giveUp(c: CallState, failure: Failure, attempts: number): CallResult<R> {
+    if (!failure.empty) return fail(c, failure.error, attempts);
+    return succeed(c, failure.empty.value as R, "success", {
+      provider: failure.provider,
+      attempts,
+      failedAttempts: attempts - 1,
+      empty: true,
+    });
+  }
+
+  /** Each route with its breaker, primary first (looked up once, not per call). */
+  const routes = providers.map((p) => [p, breakers.get(dependencyOf(name, p))] as const);
 
   /** The first route whose breaker admits a call, primary first. */
   function route(
     now: number,
   ): { provider: string | undefined; probe: boolean; breaker: CircuitBreaker } | CircuitOpenError {
     let retryAfterMs = Number.POSITIVE_INFINITY;
-    for (const provider of providers) {
-      const breaker = breakers.get(dependencyOf(name, provider));
+    for (const [provider, breaker] of routes) {
       const admission = breaker.admit(now);
       if (admission !== "rejected") return { provider, probe: admission === "probe", breaker };
       retryAfterMs = Math.min(retryAfterMs, breaker.retryAfterMs(now));
@@ -198,7 +283,76 @@ export function instrumentTool<A, R>(
     return new CircuitOpenError(dependencyOf(name, primary), retryAfterMs);
   }
 
-  async function call(args: A, callOptions: CallOptions | undefined): Promise<CallResult<R>> {
+  /** Recovers a call whose first attempt failed: the plan of its diagnosis, then the verdict. */
+  async function recover(
+    c: CallState,
+    args: A,
+    base: CallBase,
+    first: FailedAttempt,
+  ): Promise<CallResult<R>> {
+    const diagnosis = first.failure.diagnosis;
+    const plan =
+      toolOptions.plans?.[diagnosis.pattern] ??
+      options.recovery.plans[diagnosis.pattern] ??
+      diagnosis.strategies;
+    if (!diagnosis.actionable || plan.length === 0) return giveUp(c, first.failure, 1);
+    const mayReexecute = readOnly || c.key !== undefined;
+    if (
+      !mayReexecute &&
+      plan.some((step) => STRATEGY_REGISTRY[normalizeStep(step).strategy].reexecutes)
+    ) {
+      warnOnce(engine, name);
+    }
+    const fallback = toolOptions.fallback;
+    const recovery = await recoverCall(engine, {
+      tool: runtime,
+      args,
+      first: first.failure,
+      firstMessage: first.message,
+      plan,
+      mayReexecute,
+      callContext: c.context,
+      base,
+      budget: tasks.getStore()?.budget ?? new RecoveryBudget(options.recovery.budgetUsd),
+      firstCostUsd: first.costUsd,
+      firstErrorAt: clock.now(),
+      fallback: fallback && (async () => ({ value: await fallback(args, first.failure.error) })),
+    });
+    const failedAttempts = 1 + recovery.failedAttempts;
+    const chain = recovery.chain;
+    switch (chain.outcome) {
+      case "recovered":
+        return succeed(c, chain.value as R, "recovered", {
+          provider: chain.provider,
+          attempts: 1 + recovery.attempts,
+          failedAttempts,
+          fallback: chain.fallback,
+        });
+      case "stopped":
+        return fail(c, chain.error, failedAttempts);
+      case "budget":
+        return fail(
+          c,
+          new RecoveryBudgetExhaustedError(name, chain.spentUsd, chain.limitUsd, {
+            cause: recovery.last.error,
+          }),
+          failedAttempts,
+        );
+      case "exhausted":
+        return giveUp(c, recovery.last, 1 + recovery.attempts);
+    }
+  }
+
+  /**
+   * One logical call: guard, ledger, route, first attempt, recovery. The success path awaits
+   * only the tool: every extra async layer costs a promise, and with an SDK's async context
+   * each promise also runs its hooks.
+   */
+  async function run(
+    args: A,
+    callOptions: CallOptions | undefined,
+    detailed: boolean,
+  ): Promise<CallResult<R> | R> {
     if (engine.closed()) throw new SelfHealClosedError(`tool "${name}" was called`);
     const call = validateCallOptions(name, callOptions);
     const started = clock.now();
@@ -212,11 +366,6 @@ export function instrumentTool<A, R>(
       parent,
     );
     span.setAttribute(ATTR_HEALTH_STATUS, report.status);
-    let ended = false;
-    const end = (ending: Ending) => {
-      ended = true;
-      finish(span, started, taskId, ending);
-    };
     if (taskId !== undefined) span.setAttribute(ATTR_TASK_ID, taskId);
     if (call.toolCallId !== undefined) span.setAttribute(ATTR_GEN_AI_TOOL_CALL_ID, call.toolCallId);
     if (options.recordArguments) {
@@ -225,12 +374,23 @@ export function instrumentTool<A, R>(
         redact(boundedJson(args) ?? "", maxErrorLength),
       );
     }
+    const timeoutMs = call.timeoutMs ?? toolOptions.timeoutMs;
+    if (timeoutMs !== undefined) span.setAttribute(ATTR_CALL_TIMEOUT_MS, timeoutMs);
     const degraded = engine.degraded(report);
-    const mode = modeOf(report, degraded);
+    const c: CallState = {
+      span,
+      started,
+      taskId,
+      context: trace.setSpan(parent, span),
+      mode: modeOf(report, degraded),
+      timeoutMs,
+      key: undefined,
+      ended: false,
+    };
     if (!readOnly) {
       const refusal = refuseWrite(report, name, degraded);
       if (refusal) {
-        end({
+        end(c, {
           outcome: "blocked",
           failedAttempts: 0,
           failure: { type: refusal.name, message: refusal.message },
@@ -238,188 +398,124 @@ export function instrumentTool<A, R>(
         throw refusal;
       }
     }
-    const timeoutMs = call.timeoutMs ?? toolOptions.timeoutMs;
-    if (timeoutMs !== undefined) span.setAttribute(ATTR_CALL_TIMEOUT_MS, timeoutMs);
-    const callContext = trace.setSpan(parent, span);
-    const fail = (error: unknown, failedAttempts: number, signal = true): never => {
-      end({
-        outcome: "error",
-        failedAttempts,
-        signal,
-        failure: { type: errorType(error), message: redact(describeThrown(error), maxErrorLength) },
-      });
-      throw error;
-    };
-    /** Ends a call that has an answer; only answers of the tool itself go to the ledger. */
-    const succeed = (
-      value: R,
-      outcome: "success" | "recovered",
-      how: {
-        provider: string | undefined;
-        attempts: number;
-        failedAttempts: number;
-        empty?: boolean;
-        fallback?: boolean;
-      },
-    ): CallResult<R> => {
-      if (options.recordResults) {
-        span.setAttribute(
-          ATTR_GEN_AI_TOOL_CALL_RESULT,
-          redact(boundedJson(value) ?? "", maxErrorLength),
-        );
-      }
-      if (key !== undefined && !readOnly && !how.empty && !how.fallback)
-        engine.ledger.set(name, key, value, clock.now());
-      end({
-        outcome,
-        empty: isLlm && !how.fallback ? (how.empty ?? false) : undefined,
-        failedAttempts: how.failedAttempts,
-        // A fallback answer says nothing about the dependency.
-        signal: !how.fallback || how.failedAttempts > 0,
-      });
-      return { value, outcome, provider: how.provider, attempts: how.attempts, replayed: false };
-    };
-
-    let key: string | undefined;
     try {
-      key = call.idempotencyKey ?? toolOptions.idempotencyKey?.(args);
+      c.key = call.idempotencyKey ?? toolOptions.idempotencyKey?.(args);
     } catch (error) {
-      return fail(error, 0, false); // the tool never ran
+      return fail(c, error, 0, false); // the tool never ran
     }
-    const ledgerId = key !== undefined && !readOnly ? `${name}\u0000${key}` : undefined;
-    if (key !== undefined) span.setAttribute(ATTR_IDEMPOTENCY_KEY, hashKey(key));
-    if (ledgerId !== undefined && key !== undefined) {
-      const stored = engine.ledger.get(name, key, started);
-      // The same write already in flight: share its outcome rather than send it twice.
-      const shared = stored
-        ? Promise.resolve({ value: stored.value })
-        : engine.inflight.get(ledgerId);
-      if (shared) {
-        span.setAttribute(ATTR_IDEMPOTENCY_REPLAYED, true);
-        let value: R;
-        try {
-          value = (await shared).value as R;
-        } catch (error) {
-          return fail(error, 0, false);
+    let inflight:
+      { id: string; resolve: (r: CallResult<R>) => void; reject: (e: unknown) => void } | undefined;
+    try {
+      if (c.key !== undefined) {
+        span.setAttribute(ATTR_IDEMPOTENCY_KEY, hashKey(c.key));
+        if (!readOnly) {
+          const id = `${name}\u0000${c.key}`;
+          const stored = engine.ledger.get(name, c.key, started);
+          // The same write already in flight: share its outcome rather than send it twice.
+          const shared = stored ? { value: stored.value } : engine.inflight.get(id);
+          if (shared) {
+            const replayed = await replay(c, shared);
+            return detailed ? replayed : replayed.value;
+          }
+          let resolve!: (r: CallResult<R>) => void;
+          let reject!: (e: unknown) => void;
+          const promise = new Promise<CallResult<R>>((yes, no) => {
+            resolve = yes;
+            reject = no;
+          });
+          promise.catch(() => undefined); // a rejection reaches the first caller; copies handle their own
+          engine.inflight.set(id, promise);
+          inflight = { id, resolve, reject };
         }
-        end({ outcome: "success", failedAttempts: 0, signal: false });
-        return { value, outcome: "success", provider: undefined, attempts: 0, replayed: true };
       }
-    }
 
-    const execute = async (): Promise<CallResult<R>> => {
-      const fallback = toolOptions.fallback;
       const routed = route(started);
+      let result: CallResult<R>;
       if (routed instanceof CircuitOpenError) {
-        if (!fallback) return fail(routed, 0, false); // failing fast says nothing new about health
-        return succeed(await fallback(args, routed), "recovered", {
+        const fallback = toolOptions.fallback;
+        if (!fallback) return fail(c, routed, 0, false); // failing fast says nothing new about health
+        const value = await fallback(args, routed);
+        result = succeed(c, value, "recovered", {
           provider: undefined,
           attempts: 0,
           failedAttempts: 0,
           fallback: true,
         });
-      }
-      const base = {
-        mode,
-        idempotencyKey: key,
-        toolCallId: call.toolCallId,
-        taskId,
-        callerSignal: call.signal,
-      };
-      const first = await runOnce(engine, runtime, args, {
-        ...base,
-        provider: routed.provider,
-        timeoutMs: routed.probe ? probeTimeout(timeoutMs, options) : timeoutMs,
-        attempt: 1,
-        parent: callContext,
-      });
-      if ("aborted" in first) return fail(first.error, 0, false); // the caller gave up: no verdict on the route
-      routed.breaker.record(clock.now(), first.ok, routed.probe, runtime.canTrip);
-      if (first.ok)
-        return succeed(first.value, "success", {
+      } else {
+        const base: CallBase = {
+          mode: c.mode,
+          idempotencyKey: c.key,
+          toolCallId: call.toolCallId,
+          taskId,
+          callerSignal: call.signal,
+        };
+        const spec = {
           provider: routed.provider,
-          attempts: 1,
-          failedAttempts: 0,
-        });
-
-      const diagnosis = first.failure.diagnosis;
-      const plan =
-        toolOptions.plans?.[diagnosis.pattern] ??
-        options.recovery.plans[diagnosis.pattern] ??
-        diagnosis.strategies;
-      const giveUp = (failure: Failure, attempts: number): CallResult<R> =>
-        // An empty answer that nothing improved on is still the answer.
-        failure.empty
-          ? succeed(failure.empty.value as R, "success", {
-              provider: failure.provider,
-              attempts,
-              failedAttempts: attempts - 1,
-              empty: true,
-            })
-          : fail(failure.error, attempts);
-      if (!diagnosis.actionable || plan.length === 0) return giveUp(first.failure, 1);
-      const mayReexecute = readOnly || key !== undefined;
-      if (
-        !mayReexecute &&
-        plan.some((step) => STRATEGY_REGISTRY[normalizeStep(step).strategy].reexecutes)
-      ) {
-        warnOnce(engine, name);
-      }
-      const recovery = await recoverCall(engine, {
-        tool: runtime,
-        args,
-        first: first.failure,
-        firstMessage: first.message,
-        plan,
-        mayReexecute,
-        callContext,
-        base,
-        budget: tasks.getStore()?.budget ?? new RecoveryBudget(options.recovery.budgetUsd),
-        firstCostUsd: first.costUsd,
-        firstErrorAt: clock.now(),
-        fallback: fallback && (async () => ({ value: await fallback(args, first.failure.error) })),
-      });
-      const failedAttempts = 1 + recovery.failedAttempts;
-      const chain = recovery.chain;
-      switch (chain.outcome) {
-        case "recovered":
-          return succeed(chain.value as R, "recovered", {
-            provider: chain.provider,
-            attempts: 1 + recovery.attempts,
-            failedAttempts,
-            fallback: chain.fallback,
-          });
-        case "stopped":
-          return fail(chain.error, failedAttempts);
-        case "budget":
-          return fail(
-            new RecoveryBudgetExhaustedError(name, chain.spentUsd, chain.limitUsd, {
-              cause: recovery.last.error,
-            }),
-            failedAttempts,
+          timeoutMs: routed.probe ? probeTimeout(timeoutMs, options) : timeoutMs,
+          attempt: 1,
+          parent: c.context,
+        };
+        // runOnce's steps, inline: the success path awaits the tool and nothing else.
+        const started = startAttempt(engine, runtime, args, base, spec);
+        let first: OnceResult<R>;
+        try {
+          const answered = attemptAnswered(
+            engine,
+            runtime,
+            base,
+            spec,
+            started,
+            await started.result,
           );
-        case "exhausted":
-          return giveUp(recovery.last, 1 + recovery.attempts);
+          first = answered instanceof Promise ? await answered : answered;
+        } catch (error) {
+          first = await attemptFailed(engine, runtime, base, spec, started, error);
+        }
+        if ("aborted" in first) return fail(c, first.error, 0, false); // the caller gave up: no verdict
+        if (runtime.canTrip || routed.probe) {
+          routed.breaker.record(clock.now(), first.ok, routed.probe, runtime.canTrip);
+        }
+        result = first.ok
+          ? succeed(c, first.value, "success", {
+              provider: routed.provider,
+              attempts: 1,
+              failedAttempts: 0,
+            })
+          : await recover(c, args, base, first);
       }
-    };
-
-    // Whatever escapes (the caller aborting a wait, a fallback that throws) still ends the call.
-    const run = execute().catch((error: unknown) => {
-      if (ended) throw error;
-      return fail(error, 0, false);
-    });
-    if (ledgerId === undefined) return run;
-    engine.inflight.set(ledgerId, run);
-    try {
-      return await run;
+      inflight?.resolve(result);
+      return detailed ? result : result.value;
+    } catch (error) {
+      inflight?.reject(error);
+      // Whatever escaped (an abort mid-wait, a fallback that throws) still ends the call.
+      if (c.ended) throw error;
+      return fail(c, error, 0, false);
     } finally {
-      engine.inflight.delete(ledgerId);
+      if (inflight) engine.inflight.delete(inflight.id);
     }
   }
 
-  const wrapped = async (args: A, callOptions?: CallOptions): Promise<R> =>
-    (await call(args, callOptions)).value;
-  wrapped.detailed = call;
+  /** The answer of a write with this key that already succeeded, or is in flight. */
+  async function replay(
+    c: CallState,
+    shared: { value: unknown } | Promise<{ value: unknown }>,
+  ): Promise<CallResult<R>> {
+    c.span.setAttribute(ATTR_IDEMPOTENCY_REPLAYED, true);
+    let value: R;
+    try {
+      value = (await shared).value as R;
+    } catch (error) {
+      return fail(c, error, 0, false);
+    }
+    end(c, { outcome: "success", failedAttempts: 0, signal: false });
+    return { value, outcome: "success", provider: undefined, attempts: 0, replayed: true };
+  }
+
+  // The plain call skips building a second promise for `.value`: it is on every call's path.
+  const wrapped = (args: A, callOptions?: CallOptions) =>
+    run(args, callOptions, false) as Promise<R>;
+  wrapped.detailed = (args: A, callOptions?: CallOptions) =>
+    run(args, callOptions, true) as Promise<CallResult<R>>;
   return wrapped;
 }
 
