@@ -64,11 +64,9 @@ export class HealthCheckFailedError extends SelfHealError {
   constructor(
     readonly tool: string,
     readonly status: HealthStatus,
-    /** The tool whose own health is critical; undefined when the whole agent is. */
-    readonly criticalTool: string | undefined,
   ) {
     super(
-      `selfheal: write tool "${tool}" refused: health of ${criticalTool === undefined ? "the agent" : `tool "${criticalTool}"`} is ${status}; read-only mode until it recovers (nothing was sent, retrying later is safe)`,
+      `selfheal: write tool "${tool}" refused: the agent's health is ${status}; read-only mode until it recovers (nothing was sent, retrying later is safe)`,
     );
   }
 }

@@ -16,7 +16,7 @@ describe("error classes", () => {
     const errors = [
       [new SelfHealConfigError("agent", "bad"), "SELFHEAL_CONFIG", isSelfHealConfigError],
       [
-        new HealthCheckFailedError("t", "critical", undefined),
+        new HealthCheckFailedError("t", "critical"),
         "SELFHEAL_HEALTH_CHECK_FAILED",
         isHealthCheckFailedError,
       ],

@@ -9,17 +9,17 @@ export function modeOf(report: HealthReport, degraded: boolean): CallMode {
 
 /**
  * The error that refuses a write tool, or undefined when it may run. A write is refused while
- * the agent, or the tool itself, is critical, and while recovery keeps the agent read-only;
- * read tools always run.
+ * the agent is critical, and while recovery keeps it read-only; read tools always run. A tool's
+ * own critical status does not refuse its writes: refused calls would leave it no evidence to
+ * recover on (it would stay critical until its whole window cleared); its failures are recovery's
+ * to handle (backoff, failover, its breaker).
  */
 export function refuseWrite(
   report: HealthReport,
   tool: string,
   degraded: boolean,
 ): HealthCheckFailedError | ReadOnlyModeError | undefined {
-  if (report.status === "critical") return new HealthCheckFailedError(tool, "critical", undefined);
-  if (report.tools[tool]?.status === "critical")
-    return new HealthCheckFailedError(tool, "critical", tool);
+  if (report.status === "critical") return new HealthCheckFailedError(tool, "critical");
   if (degraded) return new ReadOnlyModeError(tool);
   return undefined;
 }

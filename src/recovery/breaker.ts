@@ -26,6 +26,9 @@ export const DEFAULT_BREAKER: BreakerOptions = {
   windowMs: 5 * 60_000,
 };
 
+/** How much longer a probe's lease lasts than the probe's own timeout, ms. */
+const PROBE_LEASE_MARGIN_MS = 1_000;
+
 /** What a call may do now. */
 export type Admission = "closed" | "probe" | "rejected";
 
@@ -70,7 +73,8 @@ export class CircuitBreaker {
     const state = this.state(now);
     if (state === "closed") return "closed";
     if (state === "open" || now < this.probeLeaseUntil) return "rejected";
-    this.probeLeaseUntil = now + this.options.probeTimeoutMs;
+    // The lease outlives the probe's own timeout a little, so the probe's verdict lands first.
+    this.probeLeaseUntil = now + this.options.probeTimeoutMs + PROBE_LEASE_MARGIN_MS;
     this.onChange(this.dependency, "half_open");
     return "probe";
   }
@@ -98,10 +102,11 @@ export class CircuitBreaker {
 
   /** Opens the breaker for `ms` (default the configured open period). */
   open(now: number, ms = this.options.openMs): void {
+    const wasOpen = this.state(now) === "open";
     this.isOpen = true;
-    this.openUntil = now + ms;
+    this.openUntil = Math.max(this.openUntil, now + ms);
     this.window = this.freshWindow();
-    this.onChange(this.dependency, "open");
+    if (!wasOpen) this.onChange(this.dependency, "open"); // a plan re-opening an open breaker changes nothing
   }
 
   toJSON(): BreakerSnapshot {

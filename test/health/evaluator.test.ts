@@ -206,7 +206,7 @@ describe("health through the public API", () => {
     expect(seen).toEqual({ mode: "read-only", refused: true, read: "found" });
   });
 
-  it("a critical tool refuses its own writes while the agent is healthy", async () => {
+  it("a critical tool's writes still run while the agent is healthy (recovery handles the tool)", async () => {
     const { sh, clock } = virtualInstance();
     const charge = sh.tool("charge", { readOnly: false }, () => {
       throw new Error("card processor down");
@@ -219,8 +219,8 @@ describe("health through the public API", () => {
     const report = await sh.status();
     expect(report.status).toBe("healthy");
     expect(report.tools.charge?.status).toBe("critical");
-    const refused = await charge(undefined).catch((e: unknown) => e);
-    expect(refused).toMatchObject({ code: "SELFHEAL_HEALTH_CHECK_FAILED", criticalTool: "charge" });
+    // Refusing them would starve the tool of the evidence it needs to turn healthy again.
+    await expect(charge(undefined)).rejects.toThrow("card processor down");
     await expect(note(undefined)).resolves.toBe("noted");
   });
 

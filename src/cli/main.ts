@@ -1,0 +1,160 @@
+#!/usr/bin/env node
+/**
+ * The `selfheal` command. `selfheal demo` plays an incident scenario on virtual time, on the
+ * in-memory default (no server), and shows selfheal heal the agent.
+ */
+import { parseArgs } from "node:util";
+import { runScenario, type TimelineEntry } from "../sim/run.js";
+import { SCENARIOS } from "../sim/scenarios.js";
+
+const USAGE = `Usage: selfheal <command> [options]
+
+Commands:
+  demo      Play an incident on virtual time and watch selfheal heal the agent
+
+Run "selfheal <command> --help" for its options.`;
+
+const DEMO_USAGE = `Usage: selfheal demo [--scenario NAME] [--speed N] [--json]
+
+Plays an hour of incident against a simulated agent fleet in a few seconds, every tool call
+going through selfheal with its defaults, and prints the timeline and a summary.
+
+Options:
+  --scenario NAME  one of: ${Object.keys(SCENARIOS).join(", ")} (default provider-outage)
+  --speed N        virtual seconds per real second (default: as fast as it runs)
+  --json           print one JSON object with the run's figures instead
+  --list           list the scenarios
+  -h, --help       this help`;
+
+/** A bad invocation: one line on stderr, exit code 2. */
+class UsageError extends Error {}
+
+const useColor = process.stdout.isTTY && !process.env.NO_COLOR;
+const paint = (code: number, text: string) => (useColor ? `\u001b[${code}m${text}\u001b[0m` : text);
+const COLORS: Record<TimelineEntry["kind"], number> = {
+  status: 33,
+  circuit: 36,
+  drift: 35,
+  page: 31,
+  recovery: 32,
+};
+
+function clockText(ms: number): string {
+  const s = Math.floor(ms / 1000);
+  return `${String(Math.floor(s / 60)).padStart(2, "0")}:${String(s % 60).padStart(2, "0")}`;
+}
+
+async function demo(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      scenario: { type: "string", default: "provider-outage" },
+      speed: { type: "string" },
+      json: { type: "boolean", default: false },
+      list: { type: "boolean", default: false },
+      help: { type: "boolean", short: "h", default: false },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (values.help) {
+    console.log(DEMO_USAGE);
+    return;
+  }
+  if (values.list) {
+    for (const s of Object.values(SCENARIOS)) console.log(`${s.name.padEnd(20)} ${s.description}`);
+    return;
+  }
+  const scenario = SCENARIOS[values.scenario];
+  if (!scenario) {
+    throw new UsageError(
+      `unknown scenario "${values.scenario}" (known: ${Object.keys(SCENARIOS).join(", ")})`,
+    );
+  }
+  let speed: number | undefined;
+  if (values.speed !== undefined) {
+    speed = Number(values.speed);
+    if (!Number.isFinite(speed) || speed <= 0)
+      throw new UsageError(`--speed must be a positive number, got "${values.speed}"`);
+  }
+  const live = !values.json;
+  const progress = live && process.stdout.isTTY;
+  if (live) console.log(`${paint(1, scenario.name)}: ${scenario.description}\n`);
+  const wallStart = performance.now();
+  const result = await runScenario(scenario, {
+    onTimeline: (e) => {
+      if (!live) return;
+      if (progress) process.stdout.write("\r\u001b[K");
+      console.log(`  [${clockText(e.atMs)}] ${paint(COLORS[e.kind], e.kind.padEnd(8))} ${e.text}`);
+    },
+    onMinute: async (virtualMs) => {
+      if (progress)
+        process.stdout.write(
+          `\r  virtual time ${clockText(virtualMs)} / ${clockText(scenario.durationMs)}`,
+        );
+      if (speed !== undefined) {
+        const due = wallStart + virtualMs / speed;
+        const wait = due - performance.now();
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    },
+  });
+  if (progress) process.stdout.write("\r\u001b[K");
+  if (values.json) {
+    const { timeline, ...figures } = result;
+    console.log(JSON.stringify({ ...figures, timeline }));
+    return;
+  }
+  const rows: [string, string][] = [
+    ["tasks", String(result.tasks)],
+    ["incidents (calls whose first attempt failed)", String(result.incidents)],
+    ["auto-recovery rate", `${(result.auto_recovery_rate * 100).toFixed(1)}%`],
+    [
+      "MTTR (first error to recovered answer)",
+      result.mttr_seconds === null ? "n/a" : `${result.mttr_seconds.toFixed(1)} s`,
+    ],
+    ["user-visible failures", String(result.user_visible_failures)],
+    ["pages sent", String(result.pages)],
+    ["recovery spend", `$${result.recovery_cost_usd.toFixed(4)}`],
+    ["wasted retries", String(result.wasted_retries)],
+    ["false breaker trips", String(result.false_trips)],
+    ["drift alerts", String(result.drift_events)],
+    [
+      "calls per provider",
+      Object.entries(result.calls_per_provider)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(", "),
+    ],
+  ];
+  console.log(
+    `\n${paint(1, "summary")} (${result.virtual_minutes} virtual minutes in ${((performance.now() - wallStart) / 1000).toFixed(1)} s)`,
+  );
+  for (const [k, v] of rows) console.log(`  ${k.padEnd(46)} ${v}`);
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === "--help" || command === "-h" || command === "help") {
+    console.log(USAGE);
+    return;
+  }
+  if (command === "demo") return demo(rest);
+  throw new UsageError(`unknown command "${command}" (known: demo)`);
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  // parseArgs throws TypeErrors with ERR_PARSE_ARGS_* codes for bad flags: usage errors too.
+  const code = (error as { code?: unknown }).code;
+  if (
+    error instanceof UsageError ||
+    (typeof code === "string" && code.startsWith("ERR_PARSE_ARGS"))
+  ) {
+    process.stderr.write(`selfheal: ${(error as Error).message}\n`);
+    process.exitCode = 2;
+    return;
+  }
+  process.stderr.write(
+    `selfheal: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
+  process.exitCode = 1;
+});

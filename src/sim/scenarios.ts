@@ -1,0 +1,147 @@
+/**
+ * Incident scenarios, as data: which dependency misbehaves, how, and when (virtual time). The
+ * simulator (run.ts) plays them against a simulated agent fleet.
+ */
+
+/** What a dependency does to one call during a window of the run. */
+export type Fault =
+  /** The call hangs until the caller's timeout; `rate` is the share of calls hit. */
+  | { kind: "timeout"; rate: number }
+  /** 429s; with `retryAfterSeconds` the server says when to come back. */
+  | { kind: "rate_limit"; rate: number; retryAfterSeconds?: number }
+  /** Errors with no status code, only a message (as some SDKs throw them). */
+  | { kind: "worded"; rate: number; message: string }
+  /** 503 for `downMs`, then fine for `upMs`, over and over. */
+  | { kind: "flap"; downMs: number; upMs: number }
+  /** A 200 with an empty answer. */
+  | { kind: "empty"; rate: number };
+
+export interface FaultWindow {
+  dependency: string;
+  fromMs: number;
+  toMs: number;
+  fault: Fault;
+  /** Latency of the calls that get through during the window, ms (default: the usual). */
+  slowMs?: number;
+}
+
+export interface Dependency {
+  name: string;
+  /** Usual latency, ms. */
+  latencyMs: number;
+  usdPerCall: number;
+}
+
+export interface Scenario {
+  name: string;
+  description: string;
+  durationMs: number;
+  seed: number;
+  /** Agents in the fleet; each starts a task every `taskEveryMs`. */
+  agents: number;
+  taskEveryMs: number;
+  /** LLM providers, primary first. */
+  llm: Dependency[];
+  /** The write API each task ends with. */
+  api: Dependency;
+  faults: FaultWindow[];
+  /** When a dependency's status page admits the incident, if it ever does. */
+  statusPage?: { dependency: string; fromMs: number; toMs: number };
+}
+
+const MIN = 60_000;
+const llm: Dependency[] = [
+  { name: "openai", latencyMs: 800, usdPerCall: 0.002 },
+  { name: "anthropic", latencyMs: 1_100, usdPerCall: 0.003 },
+];
+const api: Dependency = { name: "payments", latencyMs: 200, usdPerCall: 0.0005 };
+const fleet = { durationMs: 60 * MIN, agents: 3, taskEveryMs: 30_000, llm, api };
+
+export const SCENARIOS: Readonly<Record<string, Scenario>> = {
+  "provider-outage": {
+    ...fleet,
+    name: "provider-outage",
+    description:
+      "Primary LLM provider: 47 min partial outage, 60% timeouts and the rest slow; its status page admits it late.",
+    seed: 47,
+    faults: [
+      {
+        dependency: "openai",
+        fromMs: 5 * MIN,
+        toMs: 52 * MIN,
+        fault: { kind: "timeout", rate: 0.6 },
+        slowMs: 6_000,
+      },
+    ],
+    statusPage: { dependency: "openai", fromMs: 17 * MIN, toMs: 55 * MIN },
+  },
+  "rate-limit-storm": {
+    ...fleet,
+    name: "rate-limit-storm",
+    description: "The payments API answers 429 (with, then without, Retry-After) for 20 min.",
+    seed: 429,
+    faults: [
+      {
+        dependency: "payments",
+        fromMs: 10 * MIN,
+        toMs: 20 * MIN,
+        fault: { kind: "rate_limit", rate: 0.7, retryAfterSeconds: 2 },
+      },
+      {
+        dependency: "payments",
+        fromMs: 20 * MIN,
+        toMs: 30 * MIN,
+        fault: { kind: "rate_limit", rate: 0.7 },
+      },
+    ],
+  },
+  "wording-drift": {
+    ...fleet,
+    name: "wording-drift",
+    description:
+      "A provider throttles with status-less errors and changes their wording mid-run to one no rule knows: the UNKNOWN share rises and drift fires.",
+    seed: 7,
+    faults: [
+      {
+        dependency: "openai",
+        fromMs: 5 * MIN,
+        toMs: 30 * MIN,
+        fault: { kind: "worded", rate: 0.3, message: "Quota exceeded for requests per minute" },
+      },
+      {
+        dependency: "openai",
+        fromMs: 30 * MIN,
+        toMs: 60 * MIN,
+        fault: {
+          kind: "worded",
+          rate: 0.3,
+          message: "Request budget spent for this minute, slow down",
+        },
+      },
+    ],
+  },
+  "flapping-dependency": {
+    ...fleet,
+    name: "flapping-dependency",
+    description:
+      "The primary alternates down and up every 30 s for an hour: the budget caps spend and the breaker does not flap along.",
+    seed: 30,
+    faults: [
+      {
+        dependency: "openai",
+        fromMs: 0,
+        toMs: 60 * MIN,
+        fault: { kind: "flap", downMs: 30_000, upMs: 30_000 },
+      },
+    ],
+  },
+  "silent-failure": {
+    ...fleet,
+    name: "silent-failure",
+    description: "The LLM returns an empty answer on 15% of calls while every call 'succeeds'.",
+    seed: 15,
+    faults: [
+      { dependency: "openai", fromMs: 0, toMs: 60 * MIN, fault: { kind: "empty", rate: 0.15 } },
+    ],
+  },
+};
