@@ -83,6 +83,8 @@ export interface RecoveryResult {
   attempts: number;
   /** Those of them that failed. */
   failedAttempts: number;
+  /** The route of every failed attempt, the first included. */
+  failedRoutes: (string | undefined)[];
 }
 
 /** The breaker key of a route: the provider, or the tool when it has none. */
@@ -124,6 +126,7 @@ export async function recoverCall<A, R>(
     differentialUsd: 0,
     steps: [] as { strategy: StrategyName; skipped?: string }[],
     failedProviders: new Set<string | undefined>([input.first.provider]),
+    failedRoutes: [input.first.provider] as (string | undefined)[],
   };
 
   const stepSpan = (
@@ -214,6 +217,7 @@ export async function recoverCall<A, R>(
     if (out.ok) return { ok: true, value: out.value, provider: request.provider };
     state.last = out.failure;
     state.failedProviders.add(request.provider);
+    state.failedRoutes.push(request.provider);
     return { ok: false, rejected: false };
   };
 
@@ -303,5 +307,6 @@ export async function recoverCall<A, R>(
     last: state.last,
     attempts: state.attempts,
     failedAttempts: state.attempts - answered,
+    failedRoutes: state.failedRoutes,
   };
 }

@@ -321,13 +321,17 @@ export function instrumentTool<A, R>(
     const failedAttempts = 1 + recovery.failedAttempts;
     const chain = recovery.chain;
     switch (chain.outcome) {
-      case "recovered":
+      case "recovered": {
+        // Health evidence: failures on other routes count in full (the primary is down), retries
+        // that the answering route itself absorbed count once (throttling is not an outage).
+        const elsewhere = recovery.failedRoutes.filter((route) => route !== chain.provider).length;
         return succeed(c, chain.value as R, "recovered", {
           provider: chain.provider,
           attempts: 1 + recovery.attempts,
-          failedAttempts,
+          failedAttempts: Math.max(1, elsewhere),
           fallback: chain.fallback,
         });
+      }
       case "stopped":
         return fail(c, chain.error, failedAttempts);
       case "budget":
