@@ -3,7 +3,11 @@
  * The `selfheal` command. `selfheal demo` plays an incident scenario on virtual time, on the
  * in-memory default (no server), and shows selfheal heal the agent.
  */
+import { readFile, writeFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
+import { analyze, parseEvents } from "../report/analyze.js";
+import { renderHtml } from "../report/render-html.js";
+import { renderText } from "../report/render-text.js";
 import { runScenario, type TimelineEntry } from "../sim/run.js";
 import { SCENARIOS } from "../sim/scenarios.js";
 
@@ -11,6 +15,7 @@ const USAGE = `Usage: selfheal <command> [options]
 
 Commands:
   demo      Play an incident on virtual time and watch selfheal heal the agent
+  report    The weekly review of a recovery event log (recovery.eventLog JSONL)
 
 Run "selfheal <command> --help" for its options.`;
 
@@ -24,6 +29,16 @@ Options:
   --speed N        virtual seconds per real second (default: as fast as it runs)
   --json           print one JSON object with the run's figures instead
   --list           list the scenarios
+  -h, --help       this help`;
+
+const REPORT_USAGE = `Usage: selfheal report FILE.jsonl [--html OUT.html]
+
+Reads a recovery event log (the JSONL file of recovery.eventLog) and prints the review: top
+failure patterns, UNKNOWN share and sample texts per tool (the rules to write), the success of
+each strategy, MTTR percentiles and cost per incident.
+
+Options:
+  --html OUT.html  also write a self-contained page with charts (no network needed to view it)
   -h, --help       this help`;
 
 /** A bad invocation: one line on stderr, exit code 2. */
@@ -132,6 +147,38 @@ async function demo(argv: string[]): Promise<void> {
   for (const [k, v] of rows) console.log(`  ${k.padEnd(46)} ${v}`);
 }
 
+async function report(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { html: { type: "string" }, help: { type: "boolean", short: "h", default: false } },
+    strict: true,
+    allowPositionals: true,
+  });
+  if (values.help) {
+    console.log(REPORT_USAGE);
+    return;
+  }
+  const [file, ...extra] = positionals;
+  if (file === undefined)
+    throw new UsageError("report needs the event log: selfheal report FILE.jsonl");
+  if (extra.length) throw new UsageError(`unexpected argument "${extra[0] ?? ""}"`);
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (error) {
+    throw new UsageError(
+      `cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
+    );
+  }
+  const { events, malformed } = parseEvents(text);
+  const review = analyze(events, malformed);
+  console.log(renderText(review));
+  if (values.html !== undefined) {
+    await writeFile(values.html, renderHtml(review));
+    console.log(`\nwrote ${values.html}`);
+  }
+}
+
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   if (command === undefined || command === "--help" || command === "-h" || command === "help") {
@@ -139,7 +186,8 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   if (command === "demo") return demo(rest);
-  throw new UsageError(`unknown command "${command}" (known: demo)`);
+  if (command === "report") return report(rest);
+  throw new UsageError(`unknown command "${command}" (known: demo, report)`);
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {

@@ -291,11 +291,13 @@ export function instrumentTool<A, R>(
     first: FailedAttempt,
   ): Promise<CallResult<R>> {
     const diagnosis = first.failure.diagnosis;
-    const plan =
+    let plan =
       toolOptions.plans?.[diagnosis.pattern] ??
       options.recovery.plans[diagnosis.pattern] ??
       diagnosis.strategies;
-    if (!diagnosis.actionable || plan.length === 0) return giveUp(c, first.failure, 1);
+    // Not actionable (confidence < 0.5): no step runs, but the incident still gets its recovery
+    // event, so the log shows every failure, UNKNOWN ones included, for the weekly review.
+    if (!diagnosis.actionable) plan = [];
     const mayReexecute = readOnly || c.key !== undefined;
     if (
       !mayReexecute &&

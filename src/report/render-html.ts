@@ -1,0 +1,85 @@
+import type { Review } from "./analyze.js";
+
+const escape = (s: string) =>
+  s.replace(
+    /[&<>"']/g,
+    (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] ?? c,
+  );
+
+/** A horizontal bar chart as inline SVG: drawn by any browser, no script, no CDN. */
+function bars(title: string, items: { label: string; value: number; text: string }[]): string {
+  const max = Math.max(1e-9, ...items.map((i) => i.value));
+  const rowH = 24;
+  const rows = items
+    .map((item, i) => {
+      const w = Math.max(2, Math.round((item.value / max) * 380));
+      const y = i * rowH;
+      return `<text x="0" y="${y + 16}" class="label">${escape(item.label)}</text><rect class="bar" x="200" y="${y + 4}" width="${w}" height="16"></rect><text x="${206 + w}" y="${y + 16}" class="value">${escape(item.text)}</text>`;
+    })
+    .join("");
+  return `<figure><figcaption>${escape(title)}</figcaption><svg class="chart" role="img" aria-label="${escape(title)}" width="680" height="${Math.max(rowH, items.length * rowH)}">${rows}</svg></figure>`;
+}
+
+/** The review as one self-contained HTML page (every style inline, charts as SVG). */
+export function renderHtml(r: Review): string {
+  const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+  const mttr = [
+    {
+      label: "p50",
+      value: r.mttrSeconds.p50 ?? 0,
+      text: `${(r.mttrSeconds.p50 ?? 0).toFixed(1)} s`,
+    },
+    {
+      label: "p90",
+      value: r.mttrSeconds.p90 ?? 0,
+      text: `${(r.mttrSeconds.p90 ?? 0).toFixed(1)} s`,
+    },
+    {
+      label: "p99",
+      value: r.mttrSeconds.p99 ?? 0,
+      text: `${(r.mttrSeconds.p99 ?? 0).toFixed(1)} s`,
+    },
+  ];
+  const samples = r.tools
+    .filter((t) => t.samples.length)
+    .map(
+      (t) =>
+        `<h3>UNKNOWN texts of ${escape(t.tool)}</h3><ul>${t.samples.map((s) => `<li><code>${escape(s)}</code></li>`).join("")}</ul>`,
+    )
+    .join("");
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>selfheal recovery review</title>
+<style>
+body{font:14px/1.5 system-ui,sans-serif;margin:2rem;color:#1b1f24;max-width:960px}
+h1{font-size:1.4rem}figure{margin:1.5rem 0}figcaption{font-weight:600;margin-bottom:.5rem}
+.bar{fill:#2f81f7}.label{font-size:12px}.value{font-size:12px;fill:#57606a}
+table{border-collapse:collapse}td,th{padding:.2rem .8rem;border-bottom:1px solid #d0d7de;text-align:left}
+code{background:#f6f8fa;padding:0 .3rem}
+</style></head><body>
+<h1>Recovery review</h1>
+<p>${r.events} incidents${r.from ? ` from ${escape(r.from)} to ${escape(r.to ?? "")}` : ""}. Recovery spend $${r.costUsd.toFixed(4)} ($${r.costPerIncidentUsd.toFixed(4)} per incident).${r.malformed ? ` ${r.malformed} malformed lines left out.` : ""}</p>
+${bars(
+  "Top failure patterns (incidents)",
+  r.patterns.map((p) => ({
+    label: p.pattern,
+    value: p.incidents,
+    text: `${p.incidents} (${pct(p.share)})`,
+  })),
+)}
+${bars(
+  "Strategy success (share of runs that recovered the call)",
+  r.strategies.map((s) => ({
+    label: s.strategy,
+    value: s.successRate,
+    text: `${pct(s.successRate)} of ${s.runs}`,
+  })),
+)}
+${bars("MTTR of recovered calls (seconds)", mttr)}
+<h2>Per tool</h2>
+<table><tr><th>tool</th><th>incidents</th><th>UNKNOWN</th><th>UNKNOWN share</th></tr>
+${r.tools.map((t) => `<tr><td>${escape(t.tool)}</td><td>${t.incidents}</td><td>${t.unknown}</td><td>${pct(t.unknownShare)}</td></tr>`).join("\n")}
+</table>
+${samples}
+</body></html>
+`;
+}

@@ -1,0 +1,63 @@
+import type { Review } from "./analyze.js";
+
+const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+const secs = (x: number | null) => (x === null ? "n/a" : `${x.toFixed(1)} s`);
+
+function table(headers: string[], rows: (string | number)[][]): string {
+  const cells = [headers, ...rows.map((r) => r.map(String))];
+  const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? "").length)));
+  const line = (r: string[]) =>
+    r
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join("  ")
+      .trimEnd();
+  return [line(headers), line(widths.map((w) => "-".repeat(w))), ...cells.slice(1).map(line)].join(
+    "\n",
+  );
+}
+
+/** The review as terminal text. */
+export function renderText(r: Review): string {
+  const out: string[] = [];
+  out.push(
+    `Recovery review: ${r.events} incidents${r.from ? ` from ${r.from} to ${r.to ?? ""}` : ""}`,
+  );
+  if (r.malformed) out.push(`(${r.malformed} lines were not recovery events and were left out)`);
+  out.push(
+    "",
+    "Top failure patterns",
+    table(
+      ["pattern", "incidents", "share"],
+      r.patterns.map((p) => [p.pattern, p.incidents, pct(p.share)]),
+    ),
+  );
+  out.push(
+    "",
+    "Per tool",
+    table(
+      ["tool", "incidents", "UNKNOWN", "UNKNOWN share"],
+      r.tools.map((t) => [t.tool, t.incidents, t.unknown, pct(t.unknownShare)]),
+    ),
+  );
+  for (const t of r.tools.filter((x) => x.samples.length)) {
+    out.push(`  UNKNOWN texts of ${t.tool} (write rules for these):`);
+    for (const s of t.samples) out.push(`    - ${s}`);
+  }
+  out.push(
+    "",
+    "Strategies",
+    table(
+      ["strategy", "runs", "recovered the call", "success"],
+      r.strategies.map((s) => [s.strategy, s.runs, s.recovered, pct(s.successRate)]),
+    ),
+  );
+  out.push(
+    "",
+    `Outcomes: ${Object.entries(r.outcomes)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(", ")}`,
+    `MTTR (recovered calls, ${r.mttrSeconds.count}): p50 ${secs(r.mttrSeconds.p50)}, p90 ${secs(r.mttrSeconds.p90)}, p99 ${secs(r.mttrSeconds.p99)}`,
+    `Recovery spend: $${r.costUsd.toFixed(4)} ($${r.costPerIncidentUsd.toFixed(4)} per incident)`,
+  );
+  return out.join("\n");
+}

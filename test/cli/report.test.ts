@@ -1,0 +1,125 @@
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createSelfHealing } from "../../src/index.js";
+import { FailureInjector, VirtualClock } from "../../src/testing/index.js";
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const haveChromium = existsSync(CHROMIUM);
+if (!haveChromium && process.env.CI === "true")
+  throw new Error(`CI needs Chromium at ${CHROMIUM} (apt-get install chromium)`);
+if (!haveChromium)
+  console.warn(
+    `[skipped] report HTML rendering: no Chromium at ${CHROMIUM} (apt-get install chromium)`,
+  );
+
+let dir: string;
+let log: string;
+
+/** A real event log: recovered rate limits, UNKNOWN failures, one malformed line. */
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "selfheal-report-"));
+  log = join(dir, "recoveries.jsonl");
+  const clock = new VirtualClock();
+  const sh = createSelfHealing({
+    agent: "bot",
+    clock,
+    logger: { warn: () => undefined },
+    recovery: { eventLog: log, random: () => 0 },
+  });
+  const injector = new FailureInjector({ clock });
+  const search = sh.tool(
+    "search",
+    { readOnly: true },
+    injector.wrap(() => Promise.resolve("ok")),
+  );
+  for (let i = 0; i < 3; i++) {
+    injector.inject("rate_limit", { first: 1 }); // each call: one 429, then an answer
+    await clock.run(search(undefined), { stepMs: 500 });
+  }
+  const lookup = sh.tool("lookup", { readOnly: true }, () =>
+    Promise.reject(new Error("flux capacitor <misaligned> for ops@example.com")),
+  );
+  for (let i = 0; i < 2; i++) await lookup(undefined).catch(() => undefined);
+  await sh.close();
+  await writeFile(log, `${await readFile(log, "utf8")}not json at all\n`);
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const selfheal = (...args: string[]) =>
+  spawnSync(process.execPath, ["dist/cli/main.js", ...args], { encoding: "utf8", timeout: 30_000 });
+
+describe("selfheal report (built CLI)", () => {
+  it("prints the weekly review: patterns, UNKNOWN per tool with samples, strategies, MTTR, cost", () => {
+    const out = selfheal("report", log);
+    expect(out.status).toBe(0);
+    expect(out.stdout).toContain("Recovery review: 5 incidents");
+    expect(out.stdout).toContain("(1 lines were not recovery events and were left out)");
+    expect(out.stdout).toMatch(/RATE_LIMIT\s+3\s+60\.0%/);
+    expect(out.stdout).toMatch(/lookup\s+2\s+2\s+100\.0%/);
+    expect(out.stdout).toContain("flux capacitor <misaligned> for [REDACTED_EMAIL]");
+    expect(out.stdout).toMatch(/exponential_backoff_with_jitter\s+3\s+3\s+100\.0%/);
+    expect(out.stdout).toMatch(/MTTR \(recovered calls, 3\): p50 1\.0 s/);
+  });
+
+  it.each([
+    [["report"], /^selfheal: report needs the event log/],
+    [
+      ["report", "/nonexistent/log.jsonl"],
+      /^selfheal: cannot read \/nonexistent\/log\.jsonl: ENOENT/,
+    ],
+    [["report", "a.jsonl", "--pdf", "x"], /^selfheal: Unknown option '--pdf'/],
+  ])("%j exits 2 with one line", (args, message) => {
+    const out = selfheal(...args);
+    expect(out.status).toBe(2);
+    expect(out.stderr).toMatch(message);
+    expect(out.stderr.trim().split("\n")).toHaveLength(1);
+  });
+
+  it.skipIf(!haveChromium)(
+    "--html writes a self-contained page whose charts Chromium draws",
+    async () => {
+      const html = join(dir, "review.html");
+      expect(selfheal("report", log, "--html", html).status).toBe(0);
+      const page = await readFile(html, "utf8");
+      expect(page).not.toMatch(/<script|<link|https?:\/\//); // nothing to fetch: no CDN, no script
+      expect(page).toContain("flux capacitor &lt;misaligned&gt;");
+      const { chromium } = await import("playwright-core");
+      const browser = await chromium.launch({
+        executablePath: CHROMIUM,
+        args: [
+          "--no-sandbox",
+          "--disable-gpu",
+          "--disable-quic",
+          "--no-first-run",
+          "--disable-background-networking",
+          "--disable-component-update",
+          "--disable-sync",
+        ],
+      });
+      try {
+        const tab = await browser.newPage();
+        await tab.goto(`file://${html}`);
+        const charts = await tab.$$eval("svg.chart", (svgs) =>
+          svgs.map((svg) =>
+            [...svg.querySelectorAll("rect.bar")].map((r) => r.getBoundingClientRect().width),
+          ),
+        );
+        expect(charts).toHaveLength(3);
+        for (const widths of charts) {
+          expect(widths.length).toBeGreaterThan(0);
+          expect(widths.every((w) => w > 0)).toBe(true);
+        }
+        await tab.screenshot({ path: join(dir, "review.png") });
+      } finally {
+        await browser.close();
+      }
+    },
+    60_000,
+  );
+});
