@@ -105,15 +105,14 @@ describe("selfheal report (built CLI)", () => {
       try {
         const tab = await browser.newPage();
         await tab.goto(`file://${html}`);
-        const charts = await tab.$$eval("svg.chart", (svgs) =>
-          svgs.map((svg) =>
-            [...svg.querySelectorAll("rect.bar")].map((r) => r.getBoundingClientRect().width),
-          ),
-        );
-        expect(charts).toHaveLength(3);
-        for (const widths of charts) {
-          expect(widths.length).toBeGreaterThan(0);
-          expect(widths.every((w) => w > 0)).toBe(true);
+        const charts = tab.locator("svg.chart");
+        expect(await charts.count()).toBe(3);
+        for (let c = 0; c < 3; c++) {
+          const bars = charts.nth(c).locator("rect.bar");
+          const n = await bars.count();
+          expect(n).toBeGreaterThan(0);
+          for (let b = 0; b < n; b++)
+            expect((await bars.nth(b).boundingBox())?.width).toBeGreaterThan(0);
         }
         await tab.screenshot({ path: join(dir, "review.png") });
       } finally {
