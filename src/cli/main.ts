@@ -19,7 +19,7 @@ Commands:
 
 Run "selfheal <command> --help" for its options.`;
 
-const DEMO_USAGE = `Usage: selfheal demo [--scenario NAME] [--speed N] [--json]
+const DEMO_USAGE = `Usage: selfheal demo [--scenario NAME] [--speed N] [--json] [--metrics-port PORT]
 
 Plays an hour of incident against a simulated agent fleet in a few seconds, every tool call
 going through selfheal with its defaults, and prints the timeline and a summary.
@@ -28,6 +28,8 @@ Options:
   --scenario NAME  one of: ${Object.keys(SCENARIOS).join(", ")} (default provider-outage)
   --speed N        virtual seconds per real second (default: as fast as it runs)
   --json           print one JSON object with the run's figures instead
+  --metrics-port P serve the run's Prometheus metrics on 127.0.0.1:P/metrics while it runs
+With OTEL_EXPORTER_OTLP_ENDPOINT set, the run's spans are exported there (OTLP/HTTP).
   --list           list the scenarios
   -h, --help       this help`;
 
@@ -66,6 +68,7 @@ async function demo(argv: string[]): Promise<void> {
       scenario: { type: "string", default: "provider-outage" },
       speed: { type: "string" },
       json: { type: "boolean", default: false },
+      "metrics-port": { type: "string" },
       list: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
     },
@@ -92,11 +95,27 @@ async function demo(argv: string[]): Promise<void> {
     if (!Number.isFinite(speed) || speed <= 0)
       throw new UsageError(`--speed must be a positive number, got "${values.speed}"`);
   }
+  let metricsPort: number | undefined;
+  if (values["metrics-port"] !== undefined) {
+    metricsPort = Number(values["metrics-port"]);
+    if (!Number.isInteger(metricsPort) || metricsPort < 1 || metricsPort > 65_535) {
+      throw new UsageError(`--metrics-port must be a port number, got "${values["metrics-port"]}"`);
+    }
+  }
+  // The SDK is loaded only when asked for: the demo itself needs none.
+  const exporting = metricsPort !== undefined || Boolean(process.env.OTEL_EXPORTER_OTLP_ENDPOINT);
+  const otel = exporting
+    ? await (
+        await import("../otel/index.js")
+      ).startOtel({ serviceName: `selfheal-demo-${scenario.name}`, metricsPort })
+    : undefined;
   const live = !values.json;
   const progress = live && process.stdout.isTTY;
   if (live) console.log(`${paint(1, scenario.name)}: ${scenario.description}\n`);
   const wallStart = performance.now();
+  if (live && otel?.metricsUrl) console.log(`  metrics: ${otel.metricsUrl}`);
   const result = await runScenario(scenario, {
+    telemetry: { tracerProvider: otel?.tracerProvider, meterProvider: otel?.meterProvider },
     onTimeline: (e) => {
       if (!live) return;
       if (progress) process.stdout.write("\r\u001b[K");
@@ -115,6 +134,7 @@ async function demo(argv: string[]): Promise<void> {
     },
   });
   if (progress) process.stdout.write("\r\u001b[K");
+  await otel?.shutdown(); // flushes the spans to the OTLP endpoint
   if (values.json) {
     const { timeline, ...figures } = result;
     console.log(JSON.stringify({ ...figures, timeline }));

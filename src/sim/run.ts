@@ -1,3 +1,4 @@
+import type { MeterProvider, TracerProvider } from "@opentelemetry/api";
 import { thrownFault } from "../testing/faults.js";
 import { seededRandom } from "../testing/random.js";
 import { VirtualClock } from "../testing/virtual-clock.js";
@@ -38,6 +39,8 @@ export interface Policy {
 /** The simulated world a policy calls into. */
 export interface World {
   scenario: Scenario;
+  /** Where selfheal's spans and metrics go (default: nowhere). */
+  telemetry: Telemetry;
   clock: VirtualClock;
   random: () => number;
   /** Virtual ms since the start. */
@@ -50,6 +53,11 @@ export interface World {
 }
 
 export type PolicyFactory = (world: World) => Policy;
+
+export interface Telemetry {
+  tracerProvider?: TracerProvider | undefined;
+  meterProvider?: MeterProvider | undefined;
+}
 
 /** The figures of one run (snake_case: they are the `--json` output). */
 export interface SimResult {
@@ -77,6 +85,8 @@ export interface SimResult {
 export interface RunOptions {
   /** Default selfheal with its defaults. */
   policy?: { name: string; create: PolicyFactory };
+  /** Export the run's spans and metrics (the CLI passes an OTLP / Prometheus SDK). */
+  telemetry?: Telemetry;
   /** Called as each timeline entry happens (the CLI prints them live). */
   onTimeline?: (entry: TimelineEntry) => void;
   /** Called after each virtual minute; may wait to pace the run (`--speed`). */
@@ -106,6 +116,7 @@ function createWorld(
     );
   return {
     scenario,
+    telemetry: options.telemetry ?? {},
     clock,
     random,
     elapsed,

@@ -26,6 +26,8 @@ export function selfhealPolicy(world: World): Policy {
   const sh = createSelfHealing({
     agent: `sim-${scenario.name}`,
     clock,
+    ...(world.telemetry.tracerProvider && { tracerProvider: world.telemetry.tracerProvider }),
+    ...(world.telemetry.meterProvider && { meterProvider: world.telemetry.meterProvider }),
     logger: { warn: () => undefined },
     diagnosis: {
       ...(page && {

@@ -9,6 +9,9 @@
  * @see https://opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-spans/
  */
 
+/** Resource attribute naming the service (OpenTelemetry semantic conventions, stable). */
+export const ATTR_SERVICE_NAME = "service.name";
+
 /** Instrumentation scope name for the tracer and the meter. */
 export const INSTRUMENTATION_SCOPE = "selfheal";
 
