@@ -20,10 +20,19 @@ const cases: Record<string, unknown> = {
   "1 MB hostile message": new Error(`${"(a+)+".repeat(170_000)}@`),
 };
 
+const plans: Partial<Record<string, unknown>> = {};
+const rateLimit = cases["429 (OpenAI SDK shape)"];
 const ns = await measure(
-  Object.fromEntries(
-    Object.entries(cases).map(([name, error]) => [name, () => sh.diagnose(error, { tool: "t" })]),
-  ),
+  {
+    ...Object.fromEntries(
+      Object.entries(cases).map(([name, error]) => [name, () => sh.diagnose(error, { tool: "t" })]),
+    ),
+    // The failing path's choice, as a call makes it: the tool's plan, the instance's, the rule's.
+    "429 diagnosis + plan choice": async () => {
+      const d = await sh.diagnose(rateLimit, { tool: "t" });
+      return plans[d.pattern] ?? d.strategies;
+    },
+  },
   { batch: BATCH, rounds: ROUNDS },
 );
 const us = Object.fromEntries(Object.entries(ns).map(([k, v]) => [k, v / 1000]));
@@ -33,6 +42,11 @@ const rows = Object.entries(us).map(([name, value]) => ({
   "µs/diagnosis": +value.toFixed(2),
   "x 429": +(value / common).toFixed(2),
 }));
-const summary = { "429 diagnosis, µs (target < 10)": +common.toFixed(2) };
+const summary = {
+  "429 diagnosis, µs (target < 10)": +common.toFixed(2),
+  "429 diagnosis + plan choice, µs (target < 10)": +(
+    us["429 diagnosis + plan choice"] ?? NaN
+  ).toFixed(2),
+};
 report("diagnosis", rows, summary, { batch: BATCH, rounds: ROUNDS, microseconds: us });
 await sh.close();
