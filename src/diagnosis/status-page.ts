@@ -35,8 +35,6 @@ export class StatusPageClient {
   private readonly timeoutMs: number;
   private readonly cacheMs: number;
   private readonly fetch: typeof fetch;
-  /** Requests actually sent (tests and the drift review read it). */
-  requests = 0;
 
   constructor(private readonly options: StatusPageOptions) {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_STATUS_PAGE_TIMEOUT_MS;
@@ -62,7 +60,6 @@ export class StatusPageClient {
   }
 
   private async request(base: string): Promise<StatusPageState> {
-    this.requests++;
     // Own controller and timer, referenced until settled (AbortSignal.timeout can be GC'd on Node 20).
     const controller = new AbortController();
     const cancel = this.options.clock.setTimer(this.timeoutMs, () => {

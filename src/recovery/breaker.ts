@@ -32,12 +32,6 @@ const PROBE_LEASE_MARGIN_MS = 1_000;
 /** What a call may do now. */
 export type Admission = "closed" | "probe" | "rejected";
 
-/** Serialisable state, to save and restore a breaker. */
-export interface BreakerSnapshot {
-  state: "closed" | "open";
-  openUntil: number;
-}
-
 /**
  * A circuit breaker for one dependency. It opens when the recovery plan says so or, where another
  * route can take the traffic, when the failure rate of recent attempts is too high; it turns half-open lazily, on the first call after
@@ -107,15 +101,6 @@ export class CircuitBreaker {
     this.openUntil = Math.max(this.openUntil, now + ms);
     this.window = this.freshWindow();
     if (!wasOpen) this.onChange(this.dependency, "open"); // a plan re-opening an open breaker changes nothing
-  }
-
-  toJSON(): BreakerSnapshot {
-    return { state: this.isOpen ? "open" : "closed", openUntil: this.openUntil };
-  }
-
-  restore(snapshot: BreakerSnapshot): void {
-    this.isOpen = snapshot.state === "open";
-    this.openUntil = snapshot.openUntil;
   }
 
   private close(): void {
