@@ -13,7 +13,8 @@ export interface Review {
     incidents: number;
     unknown: number;
     unknownShare: number;
-    samples: string[];
+    /** The latest distinct UNKNOWN texts, with how often each came. */
+    samples: { text: string; count: number }[];
   }[];
   strategies: { strategy: string; runs: number; recovered: number; successRate: number }[];
   outcomes: Record<string, number>;
@@ -64,7 +65,10 @@ export function analyze(events: RecoveryEvent[], malformed = 0): Review {
     map.set(key, (map.get(key) ?? 0) + 1);
   const patterns = new Map<string, number>();
   const outcomes: Record<string, number> = {};
-  const tools = new Map<string, { incidents: number; unknown: number; samples: string[] }>();
+  const tools = new Map<
+    string,
+    { incidents: number; unknown: number; texts: Map<string, number> }
+  >();
   const runs = new Map<string, number>();
   const wins = new Map<string, number>();
   const mttr: number[] = [];
@@ -72,12 +76,13 @@ export function analyze(events: RecoveryEvent[], malformed = 0): Review {
   for (const e of events) {
     count(patterns, e.pattern);
     outcomes[e.outcome] = (outcomes[e.outcome] ?? 0) + 1;
-    const t = tools.get(e.tool) ?? { incidents: 0, unknown: 0, samples: [] };
+    const t = tools.get(e.tool) ?? { incidents: 0, unknown: 0, texts: new Map<string, number>() };
     t.incidents++;
     if (e.pattern === "UNKNOWN") {
       t.unknown++;
-      t.samples.push(e.error);
-      if (t.samples.length > SAMPLES_PER_TOOL) t.samples.shift();
+      const seen = t.texts.get(e.error) ?? 0;
+      t.texts.delete(e.error); // re-insert: the map's order is the order of last appearance
+      t.texts.set(e.error, seen + 1);
     }
     tools.set(e.tool, t);
     for (const step of e.steps) if (step.skipped === undefined) count(runs, step.strategy);
@@ -98,7 +103,13 @@ export function analyze(events: RecoveryEvent[], malformed = 0): Review {
       .map(([pattern, n]) => ({ pattern, incidents: n, share: n / events.length }))
       .sort((a, b) => b.incidents - a.incidents),
     tools: [...tools]
-      .map(([tool, t]) => ({ tool, ...t, unknownShare: t.unknown / t.incidents }))
+      .map(([tool, t]) => ({
+        tool,
+        incidents: t.incidents,
+        unknown: t.unknown,
+        unknownShare: t.unknown / t.incidents,
+        samples: [...t.texts].slice(-SAMPLES_PER_TOOL).map(([text, n]) => ({ text, count: n })),
+      }))
       .sort((a, b) => b.incidents - a.incidents),
     strategies: [...runs]
       .map(([strategy, n]) => ({

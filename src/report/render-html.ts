@@ -44,7 +44,7 @@ export function renderHtml(r: Review): string {
     .filter((t) => t.samples.length)
     .map(
       (t) =>
-        `<h3>UNKNOWN texts of ${escape(t.tool)}</h3><ul>${t.samples.map((s) => `<li><code>${escape(s)}</code></li>`).join("")}</ul>`,
+        `<h3>UNKNOWN texts of ${escape(t.tool)}</h3><ul>${t.samples.map((s) => `<li><code>${escape(s.text)}</code>${s.count > 1 ? ` &times;${s.count}` : ""}</li>`).join("")}</ul>`,
     )
     .join("");
   return `<!doctype html>

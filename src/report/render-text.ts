@@ -41,7 +41,7 @@ export function renderText(r: Review): string {
   );
   for (const t of r.tools.filter((x) => x.samples.length)) {
     out.push(`  UNKNOWN texts of ${t.tool} (write rules for these):`);
-    for (const s of t.samples) out.push(`    - ${s}`);
+    for (const s of t.samples) out.push(`    - ${s.text}${s.count > 1 ? ` (x${s.count})` : ""}`);
   }
   out.push(
     "",
