@@ -138,7 +138,6 @@ export function createSelfHealing(options: SelfHealingOptions): SelfHealing {
     events,
     tasks: new AsyncLocalStorage<TaskState>(),
     breakers,
-    inflight: new Map(),
     ledger: new IdempotencyLedger(recovery.ledger),
     escalator: new Escalator({
       notifiers: recovery.notifiers,

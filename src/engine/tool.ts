@@ -85,8 +85,6 @@ export interface Engine {
   readonly tasks: AsyncLocalStorage<TaskState>;
   readonly breakers: BreakerRegistry;
   readonly ledger: IdempotencyLedger;
-  /** Writes in flight by tool and idempotency key: a second call with the key shares the first. */
-  readonly inflight: Map<string, Promise<{ value: unknown }>>;
   readonly escalator: Escalator;
   readonly closed: () => boolean;
   /** Whether recovery's degrade_to_readonly is in force for this report (lifted once healthy). */
@@ -410,15 +408,14 @@ export function instrumentTool<A, R>(
       return fail(c, error, 0, false); // the tool never ran
     }
     let inflight:
-      { id: string; resolve: (r: CallResult<R>) => void; reject: (e: unknown) => void } | undefined;
+      | { resolve: (r: CallResult<R>) => void; reject: (e: unknown) => void; forget: () => void }
+      | undefined;
     try {
       if (c.key !== undefined) {
         span.setAttribute(ATTR_IDEMPOTENCY_KEY, hashKey(c.key));
         if (!readOnly) {
-          const id = `${name}\u0000${c.key}`;
-          const stored = engine.ledger.get(name, c.key, started);
-          // The same write already in flight: share its outcome rather than send it twice.
-          const shared = stored ? { value: stored.value } : engine.inflight.get(id);
+          // Already written, or in flight: share its outcome rather than send it twice.
+          const shared = engine.ledger.find(name, c.key, started);
           if (shared) {
             const replayed = await replay(c, shared);
             return detailed ? replayed : replayed.value;
@@ -430,8 +427,7 @@ export function instrumentTool<A, R>(
             reject = no;
           });
           promise.catch(() => undefined); // a rejection reaches the first caller; copies handle their own
-          engine.inflight.set(id, promise);
-          inflight = { id, resolve, reject };
+          inflight = { resolve, reject, forget: engine.ledger.track(name, c.key, promise) };
         }
       }
 
@@ -497,7 +493,7 @@ export function instrumentTool<A, R>(
       if (c.ended) throw error;
       return fail(c, error, 0, false);
     } finally {
-      if (inflight) engine.inflight.delete(inflight.id);
+      inflight?.forget();
     }
   }
 

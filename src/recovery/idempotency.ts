@@ -12,17 +12,39 @@ interface Entry {
   at: number;
 }
 
+const idOf = (tool: string, key: string) => `${tool}\u0000${key}`;
+
 /**
- * Results of writes that succeeded, by tool and idempotency key: a call repeated with the key of
- * a write that already went through gets the stored result, and the tool is not called again.
+ * Writes by tool and idempotency key: a call repeated with the key of a write that already went
+ * through gets the stored result, one with the key of a write still in flight shares its outcome,
+ * and the tool is not called again.
  */
 export class IdempotencyLedger {
   private readonly entries = new Map<string, Entry>();
+  private readonly inflight = new Map<string, Promise<{ value: unknown }>>();
 
   constructor(private readonly options: LedgerOptions) {}
 
+  /** The answer of this write: stored when it succeeded, or the promise of it in flight. */
+  find(
+    tool: string,
+    key: string,
+    now: number,
+  ): { value: unknown } | Promise<{ value: unknown }> | undefined {
+    return this.get(tool, key, now) ?? this.inflight.get(idOf(tool, key));
+  }
+
+  /** Registers a write in flight; the returned function forgets it. */
+  track(tool: string, key: string, pending: Promise<{ value: unknown }>): () => void {
+    const id = idOf(tool, key);
+    this.inflight.set(id, pending);
+    return () => {
+      this.inflight.delete(id);
+    };
+  }
+
   get(tool: string, key: string, now: number): { value: unknown } | undefined {
-    const id = `${tool}\u0000${key}`;
+    const id = idOf(tool, key);
     const entry = this.entries.get(id);
     if (!entry) return undefined;
     if (now - entry.at >= this.options.ttlMs) {
@@ -33,7 +55,7 @@ export class IdempotencyLedger {
   }
 
   set(tool: string, key: string, value: unknown, now: number): void {
-    const id = `${tool}\u0000${key}`;
+    const id = idOf(tool, key);
     this.entries.delete(id);
     this.entries.set(id, { value, at: now });
     if (this.entries.size > this.options.maxEntries) {

@@ -1,4 +1,5 @@
 import type { RecoveryEvent } from "../engine/recovery-step.js";
+import { quantile } from "../stats.js";
 
 /** The weekly review of a recovery event log. */
 export interface Review {
@@ -35,11 +36,6 @@ function isEvent(value: unknown): value is RecoveryEvent {
     typeof e.at === "number" &&
     Array.isArray(e.steps)
   );
-}
-
-function quantile(sorted: number[], q: number): number | null {
-  if (sorted.length === 0) return null;
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? null;
 }
 
 /** Reads JSONL text: one recovery event a line; a line that is not one is counted, not fatal. */

@@ -23,33 +23,27 @@ export function renderText(r: Review): string {
     `Recovery review: ${r.events} incidents${r.from ? ` from ${r.from} to ${r.to ?? ""}` : ""}`,
   );
   if (r.malformed) out.push(`(${r.malformed} lines were not recovery events and were left out)`);
-  out.push(
-    "",
+  const section = (title: string, headers: string[], rows: (string | number)[][]) => {
+    out.push("", title, table(headers, rows));
+  };
+  section(
     "Top failure patterns",
-    table(
-      ["pattern", "incidents", "share"],
-      r.patterns.map((p) => [p.pattern, p.incidents, pct(p.share)]),
-    ),
+    ["pattern", "incidents", "share"],
+    r.patterns.map((p) => [p.pattern, p.incidents, pct(p.share)]),
   );
-  out.push(
-    "",
+  section(
     "Per tool",
-    table(
-      ["tool", "incidents", "UNKNOWN", "UNKNOWN share"],
-      r.tools.map((t) => [t.tool, t.incidents, t.unknown, pct(t.unknownShare)]),
-    ),
+    ["tool", "incidents", "UNKNOWN", "UNKNOWN share"],
+    r.tools.map((t) => [t.tool, t.incidents, t.unknown, pct(t.unknownShare)]),
   );
   for (const t of r.tools.filter((x) => x.samples.length)) {
     out.push(`  UNKNOWN texts of ${t.tool} (write rules for these):`);
     for (const s of t.samples) out.push(`    - ${s.text}${s.count > 1 ? ` (x${s.count})` : ""}`);
   }
-  out.push(
-    "",
+  section(
     "Strategies",
-    table(
-      ["strategy", "runs", "recovered the call", "success"],
-      r.strategies.map((s) => [s.strategy, s.runs, s.recovered, pct(s.successRate)]),
-    ),
+    ["strategy", "runs", "recovered the call", "success"],
+    r.strategies.map((s) => [s.strategy, s.runs, s.recovered, pct(s.successRate)]),
   );
   out.push(
     "",

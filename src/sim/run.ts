@@ -1,4 +1,5 @@
 import type { MeterProvider, TracerProvider } from "@opentelemetry/api";
+import { quantile } from "../stats.js";
 import { thrownFault } from "../testing/faults.js";
 import { seededRandom } from "../testing/random.js";
 import { VirtualClock } from "../testing/virtual-clock.js";
@@ -208,9 +209,7 @@ export async function runScenario(
     recovered: f.recovered,
     auto_recovery_rate: f.incidents === 0 ? 1 : round(f.recovered / f.incidents, 4),
     mttr_seconds: times.length ? round(times.reduce((a, b) => a + b, 0) / times.length) : null,
-    mttr_p95_seconds: times.length
-      ? round(times[Math.min(times.length - 1, Math.floor(0.95 * times.length))] ?? 0)
-      : null,
+    mttr_p95_seconds: times.length ? round(quantile(times, 0.95) ?? 0) : null,
     user_visible_failures: userVisibleFailures,
     pages: f.pages,
     recovery_cost_usd: round(f.recoveryCostUsd, 4),

@@ -90,11 +90,13 @@ export class SelfHealMetrics {
     this.toolCalls = meter.createCounter(METRIC_TOOL_CALLS, {
       description: "Tool calls by outcome (success, error, blocked, recovered).",
     });
-    this.duration = meter.createHistogram(METRIC_TOOL_CALL_DURATION, {
-      description: "Duration of tool calls.",
-      unit: "s",
-      advice: { explicitBucketBoundaries: [...DURATION_BUCKETS_SECONDS] },
-    });
+    const seconds = (name: string, description: string) =>
+      meter.createHistogram(name, {
+        description,
+        unit: "s",
+        advice: { explicitBucketBoundaries: [...DURATION_BUCKETS_SECONDS] },
+      });
+    this.duration = seconds(METRIC_TOOL_CALL_DURATION, "Duration of tool calls.");
     this.llmResponses = meter.createCounter(METRIC_LLM_RESPONSES, {
       description: "LLM responses, by whether they were empty.",
     });
@@ -125,11 +127,10 @@ export class SelfHealMetrics {
     this.recoveries = meter.createCounter(METRIC_RECOVERIES, {
       description: "Recovery steps and attempts by strategy and outcome.",
     });
-    this.recoveryDuration = meter.createHistogram(METRIC_RECOVERY_DURATION, {
-      description: "Time from a call's first error to its recovered (or final) answer: MTTR.",
-      unit: "s",
-      advice: { explicitBucketBoundaries: [...DURATION_BUCKETS_SECONDS] },
-    });
+    this.recoveryDuration = seconds(
+      METRIC_RECOVERY_DURATION,
+      "Time from a call's first error to its recovered (or final) answer: MTTR.",
+    );
     this.recoveryCost = meter.createCounter(METRIC_RECOVERY_COST, {
       description: "Spend of recovery attempts, USD.",
     });
