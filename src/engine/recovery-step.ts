@@ -48,7 +48,11 @@ export interface RecoveryEvent {
   outcome: RecoveryOutcome;
   /** Spend of the recovery attempts, USD. */
   costUsd: number;
-  /** Always 0 for selfheal: it never retries a pattern that retrying cannot fix. */
+  /**
+   * Recovery attempts that could not help: all of them when the call got no real answer (it
+   * failed, or only the fallback answered). Same-route retries of a non-retryable pattern would
+   * count too; the attempt guard never makes them.
+   */
   wastedRetries: number;
   /** Extra spend of attempts on secondaries over the primary's price, USD. */
   failoverCostDifferentialUsd: number;
@@ -251,9 +255,10 @@ export async function recoverCall<A, R>(
       }),
   };
 
-  const report = (outcome: RecoveryOutcome, provider: string | undefined) => {
+  const report = (outcome: RecoveryOutcome, provider: string | undefined, answered: boolean) => {
     const durationMs = clock.now() - input.firstErrorAt;
-    metrics.recovery(tool.labels, outcome, durationMs);
+    const wastedRetries = answered ? 0 : state.attempts;
+    metrics.recovery(tool.labels, outcome, durationMs, wastedRetries);
     engine.recordRecovery({
       at: clock.now(),
       agent: options.agent,
@@ -268,7 +273,7 @@ export async function recoverCall<A, R>(
       durationMs,
       outcome,
       costUsd: state.costUsd,
-      wastedRetries: 0,
+      wastedRetries,
       failoverCostDifferentialUsd: state.differentialUsd,
       provider,
     });
@@ -290,7 +295,7 @@ export async function recoverCall<A, R>(
       },
     });
   } catch (error) {
-    report("failed", undefined); // the caller aborted mid-recovery, or a fallback threw
+    report("failed", undefined, false); // the caller aborted mid-recovery, or a fallback threw
     throw error;
   }
   if (chain.outcome === "budget") await run.escalate();
@@ -300,13 +305,17 @@ export async function recoverCall<A, R>(
     stopped: "escalated",
     exhausted: "failed",
   } as const;
-  report(outcomes[chain.outcome], chain.outcome === "recovered" ? chain.provider : undefined);
-  const answered = chain.outcome === "recovered" && !chain.fallback ? 1 : 0;
+  const answered = chain.outcome === "recovered" && !chain.fallback;
+  report(
+    outcomes[chain.outcome],
+    chain.outcome === "recovered" ? chain.provider : undefined,
+    answered,
+  );
   return {
     chain,
     last: state.last,
     attempts: state.attempts,
-    failedAttempts: state.attempts - answered,
+    failedAttempts: state.attempts - (answered ? 1 : 0),
     failedRoutes: state.failedRoutes,
   };
 }

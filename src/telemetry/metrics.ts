@@ -220,9 +220,15 @@ export class SelfHealMetrics {
     if (costUsd > 0) this.recoveryCost.add(costUsd, labels.duration);
   }
 
-  /** A whole recovery: its duration (MTTR) by outcome. */
-  recovery(labels: ToolMetricLabels, outcome: RecoveryOutcome, durationMs: number): void {
+  /** A whole recovery: its duration (MTTR) by outcome, and the attempts that could not help. */
+  recovery(
+    labels: ToolMetricLabels,
+    outcome: RecoveryOutcome,
+    durationMs: number,
+    wastedRetries: number,
+  ): void {
     this.recoveryDuration.record(durationMs / 1000, labels.recoveryRun[outcome]);
+    if (wastedRetries > 0) this.wasted.add(wastedRetries, labels.duration);
   }
 
   failoverDifferentialUsd(from: string, to: string, usd: number): void {
