@@ -1,32 +1,47 @@
 /**
- * What users would pick instead of selfheal, as simulator policies: no recovery, retry-only with
- * p-retry 6, and cockatiel 3 retry + circuit breaker + fallback, each configured as its README
- * shows. All get the same per-call timeouts. They run on the simulator's virtual time: their
- * timers and clocks are pointed at it while they run (as fake timers do).
+ * What users would pick instead of selfheal, as simulator policies, each configured as its own
+ * docs recommend for an LLM call with two providers and a payment write: no recovery; p-retry 6
+ * with failover; cockatiel 3 retry + circuit breaker + fallback. All get the same providers and
+ * the same per-call timeouts as selfheal, and run on the simulator's virtual time: their timers,
+ * clocks and Math.random are pointed at it (seeded) while they run, as fake timers do.
+ *
+ * The payment goes without an idempotency key, as in both libraries' examples: neither retries
+ * with one for you. A user who adds one gets selfheal's 0 double charges with either.
  */
 import {
+  BrokenCircuitError,
   ConsecutiveBreaker,
+  DelegateBackoff,
   ExponentialBackoff,
   circuitBreaker,
   fallback,
   handleAll,
+  handleWhen,
   retry,
   wrap,
+  type IBackoff,
+  type IRetryBackoffContext,
 } from "cockatiel";
-import pRetry from "p-retry";
+import pRetry, { AbortError } from "p-retry";
 import { withDeadline } from "../src/deadline.js";
-import type { Policy, PolicyFactory, World } from "../src/sim/run.js";
+import type { Policy, PolicyContext, PolicyFactory } from "../src/sim/run.js";
 import type { Dependency } from "../src/sim/scenarios.js";
-import type { VirtualClock } from "../src/testing/index.js";
+import type { World } from "../src/sim/world.js";
 
-const PAGE_THROTTLE_MS = 10 * 60_000; // the same throttle selfheal's alerts get
+/** The per-call timeouts selfheal's tools get in the simulation. */
+const LLM_TIMEOUT_MS = 10_000;
+const PAYMENT_TIMEOUT_MS = 5_000;
+/** A Retry-After longer than this is not waited for (selfheal's cap). */
+const RETRY_AFTER_CAP_MS = 60_000;
 
-/** Points setTimeout, clearTimeout and Date.now at the virtual clock; returns the undo. */
-function virtualGlobals(clock: VirtualClock): () => void {
+/** Points setTimeout, clearTimeout, Date.now and Math.random at the world; returns the undo. */
+function virtualGlobals(world: World): () => void {
+  const { clock } = world;
   const saved = {
     setTimeout: globalThis.setTimeout,
     clearTimeout: globalThis.clearTimeout,
     now: Date.now,
+    random: Math.random,
   };
   globalThis.setTimeout = ((fn: (...a: unknown[]) => void, ms?: number, ...args: unknown[]) => {
     const cancel = clock.setTimer(ms ?? 0, () => {
@@ -38,79 +53,64 @@ function virtualGlobals(clock: VirtualClock): () => void {
     handle?.cancel?.();
   }) as typeof clearTimeout;
   Date.now = () => Math.floor(clock.now());
+  Math.random = world.random;
   return () => {
     globalThis.setTimeout = saved.setTimeout;
     globalThis.clearTimeout = saved.clearTimeout;
     Date.now = saved.now;
+    Math.random = saved.random;
   };
 }
 
-/** Counts what a baseline does: attempts, first failures, recoveries, spend and (throttled) pages. */
+// What a careful user classifies from the error, as both libraries' docs suggest.
+const statusOf = (e: unknown): number | undefined => {
+  const status = (e as { status?: unknown } | undefined)?.status;
+  return typeof status === "number" ? status : undefined;
+};
+/** Worth another try on the same route: no status (network, timeout), 408, 429, 5xx. */
+const isTransient = (e: unknown): boolean => {
+  const s = statusOf(e);
+  return s === undefined || s === 408 || s === 429 || s >= 500;
+};
+/** What a breaker should count: the dependency is down, not throttling nor refusing the request. */
+const isOutage = (e: unknown): boolean => {
+  const s = statusOf(e);
+  return s === undefined || s >= 500;
+};
+const retryAfterMs = (e: unknown): number | undefined => {
+  const header = (
+    e as { headers?: { get?: (name: string) => string | null } } | undefined
+  )?.headers?.get?.("retry-after");
+  const seconds = header == null ? NaN : Number(header);
+  return Number.isFinite(seconds) && seconds >= 0
+    ? Math.min(seconds * 1000, RETRY_AFTER_CAP_MS)
+    : undefined;
+};
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+type Attempt = (dep: Dependency, timeoutMs: number, call: string) => Promise<string>;
+
+/** A baseline policy: its shape of the two calls over one attempt function. */
 function baseline(
-  world: World,
-  shape: (attempt: (dep: Dependency, ms: number, answer: string) => Promise<string>) => {
-    complete: (question: string) => Promise<string>;
-    charge: (order: string) => Promise<string>;
-  },
+  { world }: PolicyContext,
+  shape: (attempt: Attempt) => Pick<Policy, "complete" | "charge">,
+  falseTrips: () => number = () => 0,
 ): Policy {
-  const restore = virtualGlobals(world.clock);
-  const f = {
-    incidents: 0,
-    recovered: 0,
-    recoveryTimesMs: [] as number[],
-    pages: 0,
-    recoveryCostUsd: 0,
-    wastedRetries: 0,
-    falseTrips: 0,
-    driftEvents: 0,
-  };
-  let lastPage = Number.NEGATIVE_INFINITY;
-  /** One logical call: its attempts are counted, its first failure starts the clock. */
-  const logical = async (
-    run: (
-      attempt: (dep: Dependency, ms: number, answer: string) => Promise<string>,
-    ) => Promise<string>,
-  ) => {
-    let attempts = 0;
-    let firstFailure: number | undefined;
-    const attempt = async (dep: Dependency, ms: number, answer: string) => {
-      if (attempts++ > 0) f.recoveryCostUsd += dep.usdPerCall;
-      const controller = new AbortController();
-      try {
-        const value = await withDeadline(() => world.behave(dep, controller.signal, answer), {
-          controller,
-          timeoutMs: ms,
-          timeoutError: () => new Error("timed out"),
-          clock: world.clock,
-        });
-        if (value === "") throw new Error("empty answer"); // what a careful user checks, at least
-        return value;
-      } catch (e) {
-        firstFailure ??= world.clock.now();
-        throw e;
-      }
-    };
-    try {
-      const value = await run(attempt);
-      if (firstFailure !== undefined) {
-        f.incidents++;
-        f.recovered++;
-        f.recoveryTimesMs.push(world.clock.now() - firstFailure);
-      }
-      return value;
-    } catch (e) {
-      f.incidents++;
-      if (world.clock.now() - lastPage >= PAGE_THROTTLE_MS) {
-        lastPage = world.clock.now();
-        f.pages++;
-      }
-      throw e;
-    }
+  const restore = virtualGlobals(world);
+  const attempt: Attempt = async (dep, timeoutMs, call) => {
+    const controller = new AbortController();
+    const value = await withDeadline(() => world.behave({ dep, call, signal: controller.signal }), {
+      controller,
+      timeoutMs,
+      timeoutError: () => new Error("timed out"),
+      clock: world.clock,
+    });
+    if (value === "") throw new Error("empty answer"); // what a careful user checks, at least
+    return value;
   };
   return {
-    complete: (q) => logical((attempt) => shape(attempt).complete(q)),
-    charge: (o) => logical((attempt) => shape(attempt).charge(o)),
-    figures: () => f,
+    ...shape(attempt),
+    figures: () => ({ falseTrips: falseTrips(), driftEvents: 0 }),
     close: () => {
       restore();
       return Promise.resolve();
@@ -118,37 +118,118 @@ function baseline(
   };
 }
 
-const primaryOf = (w: World) => w.scenario.llm[0] as Dependency;
-const secondaryOf = (w: World) => (w.scenario.llm[1] ?? w.scenario.llm[0]) as Dependency;
+const llmOf = (world: World) => world.scenario.llm;
+
+/**
+ * p-retry 6 as its README shows (`{ retries: 5 }` for the write, AbortError for what retrying
+ * cannot fix, onFailedAttempt to wait out Retry-After), with failover: the primary with 2
+ * retries, then the secondary with 2.
+ */
+function pRetryPolicy(context: PolicyContext): Policy {
+  const run = (
+    attempt: Attempt,
+    dep: Dependency,
+    timeoutMs: number,
+    call: string,
+    retries: number,
+  ) =>
+    pRetry(
+      async () => {
+        try {
+          return await attempt(dep, timeoutMs, call);
+        } catch (e) {
+          throw isTransient(e) ? e : new AbortError(e as Error); // 4xx: no retry
+        }
+      },
+      {
+        retries,
+        onFailedAttempt: async (e) => {
+          const wait = retryAfterMs(e);
+          if (wait !== undefined && e.retriesLeft > 0) await sleep(wait);
+        },
+      },
+    );
+  return baseline(context, (attempt) => ({
+    complete: async (question) => {
+      let last: unknown;
+      for (const dep of llmOf(context.world)) {
+        try {
+          return await run(attempt, dep, LLM_TIMEOUT_MS, question, 2);
+        } catch (e) {
+          last = e;
+        }
+      }
+      throw last;
+    },
+    charge: (order) => run(attempt, context.world.scenario.api, PAYMENT_TIMEOUT_MS, order, 5),
+  }));
+}
+
+/**
+ * cockatiel 3 as its README composes it: retry (3, exponential backoff with its decorrelated
+ * jitter from 1 s, Retry-After honoured through a DelegateBackoff) of transient errors only,
+ * around a circuit breaker (5 consecutive failures, half-open after 10 s) that counts outages,
+ * not 429s nor 4xx; for the LLM, a fallback to the secondary behind its own retry and breaker.
+ */
+function cockatielPolicy(context: PolicyContext): Policy {
+  const { world } = context;
+  let falseTrips = 0;
+  const backoff = new DelegateBackoff<IRetryBackoffContext<unknown>, IBackoff<unknown>>(
+    (ctx, state) => {
+      const next = (state ?? new ExponentialBackoff({ initialDelay: 1_000 })).next(ctx);
+      const wait = "error" in ctx.result ? retryAfterMs(ctx.result.error) : undefined;
+      return { delay: wait ?? next.duration, state: next };
+    },
+  );
+  // One pipeline per dependency, shared by all calls: breakers are per dependency.
+  const pipeline = (dep: Dependency) => {
+    const breaker = circuitBreaker(handleWhen(isOutage), {
+      halfOpenAfter: 10_000,
+      breaker: new ConsecutiveBreaker(5),
+    });
+    breaker.onBreak(() => {
+      world.note("circuit", `${dep.name} breaker open`);
+      if (!world.faultNow(dep.name)) falseTrips++;
+    });
+    breaker.onReset(() => {
+      world.note("circuit", `${dep.name} breaker closed`);
+    });
+    return wrap(
+      retry(
+        handleWhen((e) => !(e instanceof BrokenCircuitError) && isTransient(e)),
+        { maxAttempts: 3, backoff },
+      ),
+      breaker,
+    );
+  };
+  const [primary, secondary] = llmOf(world);
+  if (!primary || !secondary) throw new Error("the cockatiel baseline needs two LLM providers");
+  const llm = pipeline(primary);
+  const llmFallback = pipeline(secondary);
+  const api = pipeline(world.scenario.api);
+  return baseline(
+    context,
+    (attempt) => ({
+      complete: (question) =>
+        wrap(
+          fallback(handleAll, () =>
+            llmFallback.execute(() => attempt(secondary, LLM_TIMEOUT_MS, question)),
+          ),
+          llm,
+        ).execute(() => attempt(primary, LLM_TIMEOUT_MS, question)),
+      charge: (order) => api.execute(() => attempt(world.scenario.api, PAYMENT_TIMEOUT_MS, order)),
+    }),
+    () => falseTrips,
+  );
+}
 
 export const BASELINES: Record<string, PolicyFactory> = {
-  "no recovery": (w) =>
-    baseline(w, (attempt) => ({
-      complete: (q) => attempt(primaryOf(w), 10_000, `answer to ${q}`),
-      charge: (o) => attempt(w.scenario.api, 5_000, `charged ${o}`),
+  "no recovery": (context) =>
+    baseline(context, (attempt) => ({
+      complete: (question) =>
+        attempt(llmOf(context.world)[0] as Dependency, LLM_TIMEOUT_MS, question),
+      charge: (order) => attempt(context.world.scenario.api, PAYMENT_TIMEOUT_MS, order),
     })),
-  "p-retry 6": (w) =>
-    baseline(w, (attempt) => ({
-      complete: (q) =>
-        pRetry(() => attempt(primaryOf(w), 10_000, `answer to ${q}`), { retries: 5 }),
-      charge: (o) => pRetry(() => attempt(w.scenario.api, 5_000, `charged ${o}`), { retries: 5 }),
-    })),
-  "cockatiel 3": (w) => {
-    // One policy per dependency, shared by all calls: breakers are per dependency.
-    const policy = () =>
-      wrap(
-        retry(handleAll, { maxAttempts: 3, backoff: new ExponentialBackoff() }),
-        circuitBreaker(handleAll, { halfOpenAfter: 10_000, breaker: new ConsecutiveBreaker(5) }),
-      );
-    const llm = policy();
-    const api = policy();
-    return baseline(w, (attempt) => ({
-      complete: (q) =>
-        wrap(
-          fallback(handleAll, () => attempt(secondaryOf(w), 10_000, `answer to ${q}`)),
-          llm,
-        ).execute(() => attempt(primaryOf(w), 10_000, `answer to ${q}`)),
-      charge: (o) => api.execute(() => attempt(w.scenario.api, 5_000, `charged ${o}`)),
-    }));
-  },
+  "p-retry 6": pRetryPolicy,
+  "cockatiel 3": cockatielPolicy,
 };

@@ -52,8 +52,8 @@ const COLORS: Record<TimelineEntry["kind"], number> = {
   status: 33,
   circuit: 36,
   drift: 35,
+  escalation: 31,
   page: 31,
-  recovery: 32,
 };
 
 function clockText(ms: number): string {
@@ -142,16 +142,18 @@ async function demo(argv: string[]): Promise<void> {
   }
   const rows: [string, string][] = [
     ["tasks", String(result.tasks)],
-    ["incidents (calls whose first attempt failed)", String(result.incidents)],
+    ["incidents (calls whose first request failed)", String(result.incidents)],
     ["auto-recovery rate", `${(result.auto_recovery_rate * 100).toFixed(1)}%`],
     [
       "MTTR (first error to recovered answer)",
       result.mttr_seconds === null ? "n/a" : `${result.mttr_seconds.toFixed(1)} s`,
     ],
     ["user-visible failures", String(result.user_visible_failures)],
-    ["pages sent", String(result.pages)],
-    ["recovery spend", `$${result.recovery_cost_usd.toFixed(4)}`],
+    ["pages (failed calls, one per kind per 10 min)", String(result.pages)],
+    ["spend (every request)", `$${result.spend_usd.toFixed(4)}`],
+    ["recovery spend (requests after a call's first)", `$${result.recovery_cost_usd.toFixed(4)}`],
     ["wasted retries", String(result.wasted_retries)],
+    ["double charges", String(result.double_charges)],
     ["false breaker trips", String(result.false_trips)],
     ["drift alerts", String(result.drift_events)],
     [
@@ -164,7 +166,7 @@ async function demo(argv: string[]): Promise<void> {
   console.log(
     `\n${paint(1, "summary")} (${result.virtual_minutes} virtual minutes in ${((performance.now() - wallStart) / 1000).toFixed(1)} s)`,
   );
-  for (const [k, v] of rows) console.log(`  ${k.padEnd(46)} ${v}`);
+  for (const [k, v] of rows) console.log(`  ${k.padEnd(48)} ${v}`);
 }
 
 async function report(argv: string[]): Promise<void> {

@@ -1,35 +1,30 @@
 import type { MeterProvider, TracerProvider } from "@opentelemetry/api";
 import { quantile } from "../stats.js";
-import { thrownFault } from "../testing/faults.js";
-import { seededRandom } from "../testing/random.js";
-import { VirtualClock } from "../testing/virtual-clock.js";
-import type { Dependency, FaultWindow, Scenario } from "./scenarios.js";
+import type { Scenario } from "./scenarios.js";
+import { doubleCharges, pageKind, scoreCalls } from "./score.js";
 import { selfhealPolicy } from "./selfheal-policy.js";
+import {
+  createWorld,
+  type CallRecord,
+  type Operation,
+  type TimelineEntry,
+  type World,
+} from "./world.js";
 
-/** One line of the run's story. */
-export interface TimelineEntry {
-  /** Virtual ms since the start. */
-  atMs: number;
-  kind: "status" | "circuit" | "drift" | "page" | "recovery";
-  text: string;
-}
+export type { TimelineEntry, World } from "./world.js";
 
-/** What a policy counts about its own recoveries. */
+/** What only a policy can tell about itself (everything else is measured by the world). */
 export interface PolicyFigures {
-  /** Calls whose first attempt failed. */
-  incidents: number;
-  /** Of those, the ones that still answered. */
-  recovered: number;
-  /** First error to recovered answer, ms, per recovered call. */
-  recoveryTimesMs: number[];
-  pages: number;
-  recoveryCostUsd: number;
-  wastedRetries: number;
+  /** Breakers opened on a dependency that had no fault at the time. */
   falseTrips: number;
   driftEvents: number;
 }
 
-/** A way of calling the fleet's dependencies: selfheal, or what users would pick instead. */
+/**
+ * A way of calling the fleet's dependencies: selfheal, or what users would pick instead. Each
+ * method gets the call's id (the question, the order) and passes it with every request it makes
+ * (`world.behave`), so the world can tell the requests of one call apart.
+ */
 export interface Policy {
   complete(question: string): Promise<string>;
   charge(order: string): Promise<string>;
@@ -37,23 +32,13 @@ export interface Policy {
   close(): Promise<void>;
 }
 
-/** The simulated world a policy calls into. */
-export interface World {
-  scenario: Scenario;
+export interface PolicyContext {
+  world: World;
   /** Where selfheal's spans and metrics go (default: nowhere). */
   telemetry: Telemetry;
-  clock: VirtualClock;
-  random: () => number;
-  /** Virtual ms since the start. */
-  elapsed(): number;
-  /** One call to a dependency, as the scenario has it behave right now. */
-  behave(dep: Dependency, signal: AbortSignal | undefined, answer: string): Promise<string>;
-  /** The fault window a dependency is in now, if any. */
-  faultNow(dependency: string): FaultWindow | undefined;
-  note(kind: TimelineEntry["kind"], text: string): void;
 }
 
-export type PolicyFactory = (world: World) => Policy;
+export type PolicyFactory = (context: PolicyContext) => Policy;
 
 export interface Telemetry {
   tracerProvider?: TracerProvider | undefined;
@@ -66,16 +51,25 @@ export interface SimResult {
   policy: string;
   virtual_minutes: number;
   tasks: number;
+  /** Calls whose first request failed, or that failed without sending any. */
   incidents: number;
   recovered: number;
   auto_recovery_rate: number;
-  /** Mean time from a call's first error to its recovered answer, s (null: nothing recovered). */
+  /** Mean time from a call's first failed request to its answer, s (null: nothing recovered). */
   mttr_seconds: number | null;
   mttr_p95_seconds: number | null;
+  /** Tasks that failed (an error or an empty answer reached the user). */
   user_visible_failures: number;
+  /** Failed calls a person is paged for, one per kind per 10 min (the same rule for all). */
   pages: number;
+  /** Every request x its dependency's price, USD. */
+  spend_usd: number;
+  /** Requests after a call's first, USD. */
   recovery_cost_usd: number;
+  /** Requests that could not help (see score.ts). */
   wasted_retries: number;
+  /** Orders charged more than once, counted past the first charge. */
+  double_charges: number;
   /** Breakers opened on a dependency that had no fault at the time. */
   false_trips: number;
   drift_events: number;
@@ -90,6 +84,8 @@ export interface RunOptions {
   telemetry?: Telemetry;
   /** Called as each timeline entry happens (the CLI prints them live). */
   onTimeline?: (entry: TimelineEntry) => void;
+  /** Called with each logical call's record (its every request) as the call ends. */
+  onCall?: (call: CallRecord) => void;
   /** Called after each virtual minute; may wait to pace the run (`--speed`). */
   onMinute?: (virtualMs: number) => Promise<void> | void;
 }
@@ -97,62 +93,10 @@ export interface RunOptions {
 const MINUTE = 60_000;
 /** Time the fleet gets after the last task starts to finish what it is doing. */
 const GRACE_MS = 10 * MINUTE;
+/** One page per kind of failure per 10 min: selfheal's own notifier throttle, for every policy. */
+const PAGE_THROTTLE_MS = 10 * MINUTE;
 
 const round = (x: number, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
-
-/** The simulated dependencies, answering as the scenario says at the current virtual time. */
-function createWorld(
-  scenario: Scenario,
-  timeline: TimelineEntry[],
-  options: RunOptions,
-  calls: Record<string, number>,
-): World {
-  const clock = new VirtualClock();
-  const t0 = clock.now();
-  const elapsed = () => clock.now() - t0;
-  const random = seededRandom(scenario.seed);
-  const faultNow = (dependency: string) =>
-    scenario.faults.find(
-      (f) => f.dependency === dependency && elapsed() >= f.fromMs && elapsed() < f.toMs,
-    );
-  return {
-    scenario,
-    telemetry: options.telemetry ?? {},
-    clock,
-    random,
-    elapsed,
-    faultNow,
-    note(kind, text) {
-      const entry = { atMs: elapsed(), kind, text };
-      timeline.push(entry);
-      options.onTimeline?.(entry);
-    },
-    async behave(dep, signal, answer) {
-      calls[dep.name] = (calls[dep.name] ?? 0) + 1;
-      const w = faultNow(dep.name);
-      const f = w?.fault;
-      if (f?.kind === "timeout" && random() < f.rate) {
-        await clock.sleep(Number.MAX_SAFE_INTEGER, signal); // until the caller's deadline
-      } else if (f?.kind === "rate_limit" && random() < f.rate) {
-        throw thrownFault(
-          "rate_limit",
-          f.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: f.retryAfterSeconds },
-        );
-      } else if (f?.kind === "worded" && random() < f.rate) {
-        throw new Error(f.message);
-      } else if (
-        f?.kind === "flap" &&
-        (elapsed() - (w?.fromMs ?? 0)) % (f.downMs + f.upMs) < f.downMs
-      ) {
-        throw thrownFault("http_503");
-      } else if (f?.kind === "empty" && random() < f.rate) {
-        answer = "";
-      }
-      await clock.sleep(w?.slowMs ?? dep.latencyMs, signal);
-      return answer;
-    },
-  };
-}
 
 /**
  * Plays a scenario on virtual time against a simulated fleet: each agent runs a task every
@@ -164,10 +108,41 @@ export async function runScenario(
   options: RunOptions = {},
 ): Promise<SimResult> {
   const timeline: TimelineEntry[] = [];
-  const calls: Record<string, number> = {};
-  const world = createWorld(scenario, timeline, options, calls);
+  const { world, calls, charges, requestsPerDependency } = createWorld(scenario, (entry) => {
+    timeline.push(entry);
+    options.onTimeline?.(entry);
+  });
   const policyName = options.policy?.name ?? "selfheal";
-  const policy = (options.policy?.create ?? selfhealPolicy)(world);
+  const policy = (options.policy?.create ?? selfhealPolicy)({
+    world,
+    telemetry: options.telemetry ?? {},
+  });
+
+  const lastPage = new Map<string, number>();
+  let pages = 0;
+  /** One logical call through the policy, recorded; an empty answer is a failure. */
+  const call = async (op: Operation, id: string, run: () => Promise<string>) => {
+    const record: CallRecord = { id, op, startMs: world.elapsed(), attempts: [] };
+    calls.set(id, record);
+    let value: string | undefined;
+    try {
+      value = await run();
+    } finally {
+      record.endMs = world.elapsed();
+      record.ok = value !== undefined && value !== "";
+      options.onCall?.(record);
+      if (!record.ok) {
+        const kind = pageKind(record);
+        if (world.elapsed() - (lastPage.get(kind) ?? -Infinity) >= PAGE_THROTTLE_MS) {
+          lastPage.set(kind, world.elapsed());
+          pages++;
+          world.note("page", `${kind} failed for a user`);
+        }
+      }
+    }
+    if (value === "") throw new Error("an empty answer reached the user");
+    return value;
+  };
 
   let userVisibleFailures = 0;
   let taskCount = 0;
@@ -179,9 +154,10 @@ export async function runScenario(
       taskCount++;
       world.clock.setTimer(at, () => {
         const task = async () => {
-          const answer = await policy.complete(`ticket ${id}`);
-          if (answer === "") throw new Error("an empty answer reached the user");
-          await policy.charge(`order-${id}`);
+          const question = `ticket ${id}`;
+          await call("complete", question, () => policy.complete(question));
+          const order = `order-${id}`;
+          await call("charge", order, () => policy.charge(order));
         };
         tasks.push(
           task().catch(() => {
@@ -198,7 +174,8 @@ export async function runScenario(
   await Promise.all(tasks);
   await policy.close();
 
-  const f = policy.figures();
+  const f = scoreCalls(calls.values());
+  const own = policy.figures();
   const times = f.recoveryTimesMs.map((ms) => ms / 1000).sort((a, b) => a - b);
   return {
     scenario: scenario.name,
@@ -211,12 +188,14 @@ export async function runScenario(
     mttr_seconds: times.length ? round(times.reduce((a, b) => a + b, 0) / times.length) : null,
     mttr_p95_seconds: times.length ? round(quantile(times, 0.95) ?? 0) : null,
     user_visible_failures: userVisibleFailures,
-    pages: f.pages,
-    recovery_cost_usd: round(f.recoveryCostUsd, 4),
+    pages,
+    spend_usd: round(f.spendUsd, 4),
+    recovery_cost_usd: round(f.recoverySpendUsd, 4),
     wasted_retries: f.wastedRetries,
-    false_trips: f.falseTrips,
-    drift_events: f.driftEvents,
-    calls_per_provider: calls,
+    double_charges: doubleCharges(charges),
+    false_trips: own.falseTrips,
+    drift_events: own.driftEvents,
+    calls_per_provider: requestsPerDependency,
     timeline,
   };
 }

@@ -7,14 +7,30 @@
 export type Fault =
   /** The call hangs until the caller's timeout; `rate` is the share of calls hit. */
   | { kind: "timeout"; rate: number }
-  /** 429s; with `retryAfterSeconds` the server says when to come back. */
-  | { kind: "rate_limit"; rate: number; retryAfterSeconds?: number }
+  /**
+   * Throttling as servers do it: a call lands in a throttled period with chance `rate`; the
+   * dependency then answers 429 to every call for `throttleSeconds` (with `Retry-After`: the
+   * seconds left, when `retryAfter`), and answers normally after it.
+   */
+  | { kind: "rate_limit"; rate: number; throttleSeconds: number; retryAfter: boolean }
   /** Errors with no status code, only a message (as some SDKs throw them). */
   | { kind: "worded"; rate: number; message: string }
   /** 503 for `downMs`, then fine for `upMs`, over and over. */
   | { kind: "flap"; downMs: number; upMs: number }
   /** A 200 with an empty answer. */
-  | { kind: "empty"; rate: number };
+  | { kind: "empty"; rate: number }
+  /**
+   * A 400 for the requests this dependency cannot take (e.g. a prompt over its context window):
+   * the same `share` of calls fails on every attempt; another provider may take them.
+   */
+  | { kind: "bad_request"; share: number; fault: "context_length" | "content_policy" }
+  /** A 401 on every call (a revoked key): nothing but a person helps. */
+  | { kind: "auth" }
+  /**
+   * The write is applied on the server, but the answer comes after `delayMs` (past the
+   * client's timeout): a retry without an idempotency key charges twice.
+   */
+  | { kind: "ghost_write"; rate: number; delayMs: number };
 
 export interface FaultWindow {
   dependency: string;
@@ -78,20 +94,21 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   "rate-limit-storm": {
     ...fleet,
     name: "rate-limit-storm",
-    description: "The payments API answers 429 (with, then without, Retry-After) for 20 min.",
+    description:
+      "The payments API throttles for 20 min: each throttled period answers 429 to every call for 15 s (with Retry-After, then without), then lets calls through.",
     seed: 429,
     faults: [
       {
         dependency: "payments",
         fromMs: 10 * MIN,
         toMs: 20 * MIN,
-        fault: { kind: "rate_limit", rate: 0.7, retryAfterSeconds: 2 },
+        fault: { kind: "rate_limit", rate: 0.25, throttleSeconds: 15, retryAfter: true },
       },
       {
         dependency: "payments",
         fromMs: 20 * MIN,
         toMs: 30 * MIN,
-        fault: { kind: "rate_limit", rate: 0.7 },
+        fault: { kind: "rate_limit", rate: 0.25, throttleSeconds: 15, retryAfter: false },
       },
     ],
   },
@@ -142,6 +159,37 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
     seed: 15,
     faults: [
       { dependency: "openai", fromMs: 0, toMs: 60 * MIN, fault: { kind: "empty", rate: 0.15 } },
+    ],
+  },
+  "bad-request-storm": {
+    ...fleet,
+    name: "bad-request-storm",
+    description:
+      "Long tickets: for 30 min a quarter of prompts exceed the primary's context window (400, every attempt; the secondary takes them); then the payments key is revoked for 10 min (401 on every call).",
+    seed: 400,
+    faults: [
+      {
+        dependency: "openai",
+        fromMs: 5 * MIN,
+        toMs: 35 * MIN,
+        fault: { kind: "bad_request", share: 0.25, fault: "context_length" },
+      },
+      { dependency: "payments", fromMs: 40 * MIN, toMs: 50 * MIN, fault: { kind: "auth" } },
+    ],
+  },
+  "ghost-write": {
+    ...fleet,
+    name: "ghost-write",
+    description:
+      "For 20 min the payments API applies 30% of charges but answers after 8 s, past the client's 5 s timeout: a retry without an idempotency key charges twice.",
+    seed: 8,
+    faults: [
+      {
+        dependency: "payments",
+        fromMs: 10 * MIN,
+        toMs: 30 * MIN,
+        fault: { kind: "ghost_write", rate: 0.3, delayMs: 8_000 },
+      },
     ],
   },
 };

@@ -1,17 +1,16 @@
 import { createSelfHealing } from "../engine/self-healing.js";
-import type { RecoveryEvent } from "../engine/recovery-step.js";
 import type { Notifier } from "../notify/notifier.js";
-import type { Policy, World } from "./run.js";
+import type { Policy, PolicyContext } from "./run.js";
 
 /** The fleet's calls through selfheal with its defaults: failover between the LLM providers, a keyed payment. */
-export function selfhealPolicy(world: World): Policy {
+export function selfhealPolicy({ world, telemetry }: PolicyContext): Policy {
   const { scenario, clock } = world;
-  let pages = 0;
+  // Every escalation also fails its call, which the run pages for by the rule it applies to
+  // every policy; the escalation itself is only told in the timeline.
   const pager: Notifier = {
     channel: "pager",
     send: (alert) => {
-      pages++;
-      world.note("page", alert.title);
+      world.note("escalation", alert.title);
       return Promise.resolve();
     },
   };
@@ -26,8 +25,8 @@ export function selfhealPolicy(world: World): Policy {
   const sh = createSelfHealing({
     agent: `sim-${scenario.name}`,
     clock,
-    ...(world.telemetry.tracerProvider && { tracerProvider: world.telemetry.tracerProvider }),
-    ...(world.telemetry.meterProvider && { meterProvider: world.telemetry.meterProvider }),
+    ...(telemetry.tracerProvider && { tracerProvider: telemetry.tracerProvider }),
+    ...(telemetry.meterProvider && { meterProvider: telemetry.meterProvider }),
     logger: { warn: () => undefined },
     diagnosis: {
       ...(page && {
@@ -52,7 +51,7 @@ export function selfhealPolicy(world: World): Policy {
     (question: string, ctx) => {
       const dep = llm.get(ctx.provider ?? "") ?? primary;
       if (!dep) throw new Error("the scenario has no LLM provider");
-      return world.behave(dep, ctx.signal, `answer to ${question}`);
+      return world.behave({ dep, call: question, signal: ctx.signal });
     },
   );
   const charge = sh.tool(
@@ -63,20 +62,12 @@ export function selfhealPolicy(world: World): Policy {
       timeoutMs: 5_000,
       idempotencyKey: (order: string) => order,
     },
-    (order: string, ctx) => world.behave(scenario.api, ctx.signal, `charged ${order}`),
+    (order: string, ctx) =>
+      world.behave({ dep: scenario.api, call: order, signal: ctx.signal, key: ctx.idempotencyKey }),
   );
 
-  const recoveries: RecoveryEvent[] = [];
-  let incidents = 0;
-  let recovered = 0;
   let driftEvents = 0;
   let falseTrips = 0;
-  sh.on("recovery", (e) => recoveries.push(e));
-  sh.on("tool-call", (e) => {
-    if (!e.failedAttempts) return;
-    incidents++;
-    if (e.outcome === "recovered") recovered++;
-  });
   sh.on("status-change", (e) => {
     if (e.tool === undefined) world.note("status", `agent ${e.from} -> ${e.to}`);
   });
@@ -96,16 +87,7 @@ export function selfhealPolicy(world: World): Policy {
   return {
     complete: (question) => complete(question),
     charge: (order) => charge(order),
-    figures: () => ({
-      incidents,
-      recovered,
-      recoveryTimesMs: recoveries.filter((r) => r.outcome === "recovered").map((r) => r.durationMs),
-      pages,
-      recoveryCostUsd: recoveries.reduce((sum, r) => sum + r.costUsd, 0),
-      wastedRetries: recoveries.reduce((sum, r) => sum + r.wastedRetries, 0),
-      falseTrips,
-      driftEvents,
-    }),
+    figures: () => ({ falseTrips, driftEvents }),
     close: () => sh.close(),
   };
 }

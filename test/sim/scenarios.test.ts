@@ -5,26 +5,30 @@ import { SCENARIOS } from "../../src/sim/scenarios.js";
 const run = (name: string) => runScenario(SCENARIOS[name] ?? expect.unreachable());
 
 describe("scenarios on virtual time, selfheal with its defaults", () => {
-  it("provider-outage: >= 90% auto-recovery, no page, MTTR under 2 minutes, no user-visible failure", async () => {
+  it("provider-outage: every incident recovered, no page, MTTR under a minute, the primary back after", async () => {
     const r = await run("provider-outage");
     expect(r.incidents).toBeGreaterThan(10);
-    expect(r.auto_recovery_rate).toBeGreaterThanOrEqual(0.9);
+    expect(r.auto_recovery_rate).toBe(1);
     expect(r.pages).toBe(0);
-    expect(r.mttr_seconds).toBeLessThan(120);
+    expect(r.mttr_seconds).toBeLessThan(60);
     expect(r.user_visible_failures).toBe(0);
     expect(r.calls_per_provider.anthropic).toBeGreaterThan(100); // the secondary carried the outage
     expect(r.timeline.some((e) => e.text === "openai breaker closed")).toBe(true); // and the primary came back
   });
 
-  it("wording-drift: the UNKNOWN share rises and the drift alert fires", async () => {
+  it("wording-drift: the UNKNOWN share rises and the drift alert fires; the failures it lets through page", async () => {
     const r = await run("wording-drift");
     expect(r.drift_events).toBeGreaterThanOrEqual(1);
     expect(r.timeline.find((e) => e.kind === "drift")?.text).toContain("Request budget spent");
+    // selfheal does not retry what it cannot classify: those failures reach users, and page.
+    expect(r.user_visible_failures).toBeGreaterThan(0);
+    expect(r.pages).toBeGreaterThan(0);
   });
 
-  it("flapping-dependency: the breaker does not flap along, nobody is paged, spend stays small", async () => {
+  it("flapping-dependency: the breaker does not flap along, nobody is paged, the secondary carries it", async () => {
     const r = await run("flapping-dependency");
     const opens = r.timeline.filter((e) => e.text === "openai breaker open").length;
+    expect(opens).toBeGreaterThanOrEqual(1);
     expect(opens).toBeLessThanOrEqual(5); // not once per 30 s flap (120)
     expect(r.pages).toBe(0);
     expect(r.user_visible_failures).toBe(0);
@@ -34,13 +38,49 @@ describe("scenarios on virtual time, selfheal with its defaults", () => {
   it("silent-failure: empty answers are caught and retried, none reaches a user", async () => {
     const r = await run("silent-failure");
     expect(r.incidents).toBeGreaterThan(20);
+    expect(r.recovered).toBe(r.incidents);
     expect(r.user_visible_failures).toBe(0);
   });
 
-  it("rate-limit-storm: most 429s are absorbed; every write is charged at most once", async () => {
+  it("rate-limit-storm: every 429 is absorbed; with Retry-After no retry is sent early, without it some are", async () => {
     const r = await run("rate-limit-storm");
-    expect(r.auto_recovery_rate).toBeGreaterThan(0.7);
+    expect(r.incidents).toBeGreaterThan(20);
+    expect(r.auto_recovery_rate).toBe(1);
+    expect(r.user_visible_failures).toBe(0);
+    // The backoff cannot know when a throttled period without Retry-After ends: it probes early.
+    expect(r.wasted_retries).toBeGreaterThan(0);
+    // A throttle is not an outage: no breaker opens on the payments API.
+    expect(r.timeline.filter((e) => e.kind === "circuit")).toEqual([]);
+  });
+
+  it("rate-limit-storm, Retry-After only: no retry is sent before the throttled period ends", async () => {
+    const scenario = SCENARIOS["rate-limit-storm"] ?? expect.unreachable();
+    const r = await runScenario({
+      ...scenario,
+      faults: scenario.faults.filter((f) => f.fault.kind === "rate_limit" && f.fault.retryAfter),
+    });
+    expect(r.incidents).toBeGreaterThan(10);
+    expect(r.user_visible_failures).toBe(0);
     expect(r.wasted_retries).toBe(0);
+  });
+
+  it("bad-request-storm: context-length 400s fail over without a same-route retry; a revoked key pages once, is never retried", async () => {
+    const r = await run("bad-request-storm");
+    expect(r.wasted_retries).toBe(0);
+    expect(r.calls_per_provider.anthropic).toBeGreaterThan(20); // the long prompts went there
+    // Every payment in the 10 min of the revoked key fails (a person must rotate it): 3 agents x 20.
+    expect(r.user_visible_failures).toBe(60);
+    expect(r.calls_per_provider.payments).toBe(r.tasks); // one request per payment, none retried
+    expect(r.pages).toBe(1);
+    expect(r.timeline.filter((e) => e.kind === "escalation")).toHaveLength(1);
+  });
+
+  it("ghost-write: writes applied behind a client timeout are retried with the key and never charged twice", async () => {
+    const r = await run("ghost-write");
+    expect(r.incidents).toBeGreaterThan(10); // writes that timed out and were retried
+    expect(r.calls_per_provider.payments).toBeGreaterThan(r.tasks);
+    expect(r.double_charges).toBe(0);
+    expect(r.user_visible_failures).toBe(0);
   });
 
   it("is deterministic: the same scenario gives the same figures", async () => {

@@ -1,0 +1,217 @@
+/**
+ * The simulated dependencies, answering as the scenario says at the current virtual time, and
+ * the record of every request they get. Every policy is scored from this record by the same
+ * rules (score.ts), never from its own account of itself.
+ */
+import { thrownFault } from "../testing/faults.js";
+import { seededRandom } from "../testing/random.js";
+import { VirtualClock } from "../testing/virtual-clock.js";
+import type { Dependency, FaultWindow, Scenario } from "./scenarios.js";
+
+/** What a request came to, as the dependency knows it. */
+export type AttemptResult =
+  | "ok"
+  | "empty"
+  | "timeout"
+  | "rate_limit"
+  | "unavailable"
+  | "worded"
+  | "bad_request"
+  | "auth"
+  /** Applied on the server, answered too late: the client saw a timeout. */
+  | "ghost_write";
+
+/** Results that no retry on the same route can turn into an answer. */
+export const NON_RETRYABLE: ReadonlySet<AttemptResult> = new Set(["bad_request", "auth"]);
+
+export interface AttemptRecord {
+  dependency: string;
+  /** Sent at, virtual ms since the start. */
+  atMs: number;
+  /** Its answer or failure reached the client at, virtual ms since the start. */
+  endMs: number;
+  result: AttemptResult;
+  usd: number;
+  /** For a 429: the end of the throttled period (a same-route retry before it cannot help). */
+  throttledUntilMs?: number;
+}
+
+export type Operation = "complete" | "charge";
+
+/** One logical call of a task (an LLM answer or a payment) and every request it made. */
+export interface CallRecord {
+  id: string;
+  op: Operation;
+  startMs: number;
+  endMs?: number;
+  ok?: boolean;
+  attempts: AttemptRecord[];
+}
+
+export interface Request {
+  dep: Dependency;
+  /** The logical call this request belongs to (its id: the question or the order). */
+  call: string;
+  signal: AbortSignal | undefined;
+  /** The idempotency key sent with a write, if any. */
+  key?: string | undefined;
+}
+
+/** The simulated world a policy calls into. */
+export interface World {
+  scenario: Scenario;
+  clock: VirtualClock;
+  /** The policy's own randomness (jitter), seeded apart from the faults' draws. */
+  random: () => number;
+  /** Virtual ms since the start. */
+  elapsed(): number;
+  /** One request to a dependency, as the scenario has it behave right now. */
+  behave(request: Request): Promise<string>;
+  /** The fault window a dependency is in now, if any. */
+  faultNow(dependency: string): FaultWindow | undefined;
+  note(kind: TimelineEntry["kind"], text: string): void;
+}
+
+/** One line of the run's story. */
+export interface TimelineEntry {
+  /** Virtual ms since the start. */
+  atMs: number;
+  kind: "status" | "circuit" | "drift" | "escalation" | "page";
+  text: string;
+}
+
+/** The world and what it saw. */
+export interface WorldRecord {
+  world: World;
+  calls: Map<string, CallRecord>;
+  /** Charges applied on the payment server per order. */
+  charges: Map<string, number>;
+  requestsPerDependency: Record<string, number>;
+}
+
+/** A stable share in [0, 1) for a call on a dependency: the same prompt fails the same way. */
+function shareOf(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  // FNV-1a, then murmur3's finaliser: ids that differ in one digit land far apart.
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return ((h ^ (h >>> 16)) >>> 0) / 4294967296;
+}
+
+export function createWorld(
+  scenario: Scenario,
+  onTimeline: (entry: TimelineEntry) => void,
+): WorldRecord {
+  const clock = new VirtualClock();
+  const t0 = clock.now();
+  const elapsed = () => clock.now() - t0;
+  const faultRandom = seededRandom(scenario.seed);
+  const calls = new Map<string, CallRecord>();
+  const charges = new Map<string, number>();
+  const appliedKeys = new Set<string>();
+  /** Per dependency: the throttled period it is in, and whether its 429s say Retry-After. */
+  const throttles = new Map<string, { untilMs: number; header: boolean }>();
+  const requestsPerDependency: Record<string, number> = {};
+  const faultNow = (dependency: string) =>
+    scenario.faults.find(
+      (f) => f.dependency === dependency && elapsed() >= f.fromMs && elapsed() < f.toMs,
+    );
+  const charge = (call: string, key: string | undefined) => {
+    if (key !== undefined && appliedKeys.has(key)) return; // the server replays the first result
+    if (key !== undefined) appliedKeys.add(key);
+    charges.set(call, (charges.get(call) ?? 0) + 1);
+  };
+
+  /** The request's fate: an error to throw after no delay, or a delay and an answer. */
+  const decide = (
+    { dep, call }: Request,
+    window: FaultWindow | undefined,
+  ): { result: AttemptResult; throw?: Error; hang?: boolean; delayMs?: number; applied?: true } => {
+    const f = window?.fault;
+    const now = elapsed();
+    if (f?.kind === "rate_limit" && now >= (throttles.get(dep.name)?.untilMs ?? 0)) {
+      if (faultRandom() < f.rate)
+        throttles.set(dep.name, { untilMs: now + f.throttleSeconds * 1000, header: f.retryAfter });
+    }
+    // A throttled period lasts its whole length, even past the fault window that started it.
+    const throttle = throttles.get(dep.name);
+    if (throttle && now < throttle.untilMs) {
+      const left = Math.ceil((throttle.untilMs - now) / 1000);
+      return {
+        result: "rate_limit",
+        throw: thrownFault("rate_limit", throttle.header ? { retryAfterSeconds: left } : {}),
+      };
+    }
+    if (f?.kind === "timeout" && faultRandom() < f.rate) {
+      return { result: "timeout", hang: true };
+    } else if (f?.kind === "worded" && faultRandom() < f.rate) {
+      return { result: "worded", throw: new Error(f.message) };
+    } else if (
+      f?.kind === "flap" &&
+      (now - (window?.fromMs ?? 0)) % (f.downMs + f.upMs) < f.downMs
+    ) {
+      return { result: "unavailable", throw: thrownFault("http_503") };
+    } else if (f?.kind === "empty" && faultRandom() < f.rate) {
+      return { result: "empty" };
+    } else if (f?.kind === "bad_request" && shareOf(`${dep.name}/${call}`) < f.share) {
+      return { result: "bad_request", throw: thrownFault(f.fault) };
+    } else if (f?.kind === "auth") {
+      return { result: "auth", throw: thrownFault("auth") };
+    } else if (f?.kind === "ghost_write" && faultRandom() < f.rate) {
+      return { result: "ghost_write", delayMs: f.delayMs, applied: true };
+    }
+    return { result: "ok" };
+  };
+
+  const world: World = {
+    scenario,
+    clock,
+    random: seededRandom(scenario.seed ^ 0x5eed),
+    elapsed,
+    faultNow,
+    note(kind, text) {
+      onTimeline({ atMs: elapsed(), kind, text });
+    },
+    async behave(request) {
+      const { dep, call, signal, key } = request;
+      const record = calls.get(call);
+      if (!record) throw new Error(`request for unknown call "${call}"`);
+      requestsPerDependency[dep.name] = (requestsPerDependency[dep.name] ?? 0) + 1;
+      const window = faultNow(dep.name);
+      const fate = decide(request, window);
+      const attempt: AttemptRecord = {
+        dependency: dep.name,
+        atMs: elapsed(),
+        endMs: elapsed(),
+        result: fate.result,
+        usd: dep.usdPerCall,
+      };
+      record.attempts.push(attempt);
+      try {
+        if (fate.throw) {
+          if (fate.result === "rate_limit")
+            attempt.throttledUntilMs = throttles.get(dep.name)?.untilMs ?? 0;
+          throw fate.throw;
+        }
+        const isWrite = dep.name === scenario.api.name;
+        if (isWrite && (fate.result === "ok" || fate.applied)) charge(call, key);
+        try {
+          await clock.sleep(
+            fate.hang ? Number.MAX_SAFE_INTEGER : (fate.delayMs ?? window?.slowMs ?? dep.latencyMs),
+            signal,
+          );
+        } catch (e) {
+          if (fate.result === "ok" || fate.result === "empty") attempt.result = "timeout"; // too slow for the caller
+          throw e;
+        }
+        if (fate.result === "empty") return "";
+        if (fate.result === "ghost_write") attempt.result = "ok"; // the client waited long enough
+        return isWrite ? `charged ${call}` : `answer to ${call}`;
+      } finally {
+        attempt.endMs = elapsed();
+      }
+    },
+  };
+  return { world, calls, charges, requestsPerDependency };
+}
