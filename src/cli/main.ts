@@ -145,7 +145,7 @@ async function demo(argv: string[]): Promise<void> {
     ["incidents (calls whose first request failed)", String(result.incidents)],
     ["auto-recovery rate", `${(result.auto_recovery_rate * 100).toFixed(1)}%`],
     [
-      "MTTR (first error to recovered answer)",
+      "MTTR (first failed request to answer)",
       result.mttr_seconds === null ? "n/a" : `${result.mttr_seconds.toFixed(1)} s`,
     ],
     ["user-visible failures", String(result.user_visible_failures)],
@@ -157,7 +157,7 @@ async function demo(argv: string[]): Promise<void> {
     ["false breaker trips", String(result.false_trips)],
     ["drift alerts", String(result.drift_events)],
     [
-      "calls per provider",
+      "requests per provider",
       Object.entries(result.calls_per_provider)
         .map(([k, v]) => `${k} ${v}`)
         .join(", "),
