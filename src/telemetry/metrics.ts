@@ -134,10 +134,9 @@ export class SelfHealMetrics {
     this.recoveryCost = meter.createCounter(METRIC_RECOVERY_COST, {
       description: "Spend of recovery attempts, USD.",
     });
-    // Same-route retries after a pattern retrying cannot fix. selfheal's executor refuses them,
-    // so its own series stay at 0; the series exist so dashboards compare with other policies.
     this.wasted = meter.createCounter(METRIC_WASTED_RETRIES, {
-      description: "Same-route retries after a pattern that retrying cannot fix.",
+      description:
+        "Recovery attempts that could not help: those of a call left without a real answer.",
     });
     this.failoverDifferential = meter.createCounter(METRIC_FAILOVER_COST_DIFFERENTIAL, {
       description: "Extra spend of failover attempts over the primary's price, USD.",

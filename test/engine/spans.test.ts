@@ -178,7 +178,17 @@ describe("agent.tool_call spans (real OpenTelemetry SDK)", () => {
   });
 
   it("works on the global no-op tracer when no SDK is installed", async () => {
-    trace.disable();
+    // With an SDK registered globally, an instance without a tracerProvider records into it...
+    expect(trace.setGlobalTracerProvider(otel.provider)).toBe(true);
+    try {
+      const withSdk = virtualInstance();
+      await expect(withSdk.sh.tool("t", { readOnly: true }, () => 7)(undefined)).resolves.toBe(7);
+      expect(otel.spans().map((s) => s.name)).toEqual(["agent.tool_call"]);
+    } finally {
+      trace.disable();
+    }
+    // ...and with none, the same call goes through on the no-op tracer: no span, health still fed.
+    otel.reset();
     const { sh, clock } = virtualInstance();
     await expect(sh.tool("t", { readOnly: true }, () => 7)(undefined)).resolves.toBe(7);
     expect(otel.spans()).toHaveLength(0);

@@ -3,6 +3,7 @@ import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { isToolTimeoutError, ToolTimeoutError, type CallContext } from "../../src/index.js";
 import { virtualInstance } from "../helpers/engine.js";
+import { recordingProvider } from "../helpers/otel.js";
 
 /** A tool that waits for its signal, like a fetch to a server that never answers. */
 function hangUntilAborted(_args: unknown, ctx: CallContext): Promise<never> {
@@ -32,14 +33,41 @@ describe("timeouts and cancellation", () => {
   });
 
   it("rejects on time even when the tool ignores its signal; the late answer is dropped", async () => {
-    const { sh, clock } = virtualInstance();
+    const otel = recordingProvider();
+    const { sh, clock } = virtualInstance({ tracerProvider: otel.provider });
+    let answered = 0;
     const t = sh.tool("stubborn", { readOnly: true, timeoutMs: 100 }, () =>
-      clock.sleep(10_000).then(() => "late"),
+      clock.sleep(10_000).then(() => {
+        answered++;
+        return "late";
+      }),
     );
+    const calls: { outcome: string; durationMs: number }[] = [];
+    sh.on("tool-call", (c) => calls.push({ outcome: c.outcome, durationMs: c.durationMs }));
     const outcome = t(undefined).catch((e: unknown) => e);
     await clock.advance(100);
-    expect(isToolTimeoutError(await outcome)).toBe(true);
+    const error = await outcome;
+    expect(isToolTimeoutError(error)).toBe(true);
+    const before = otel.spans().map((s) => [s.name, s.attributes["selfheal.call.outcome"]]);
+    expect(before).toEqual([
+      ["agent.tool_call.error", undefined],
+      ["agent.diagnosis", undefined],
+      ["agent.tool_call", "error"],
+    ]);
+
     await clock.advance(10_000);
+    expect(answered).toBe(1); // the tool did answer, late...
+    // ...and nothing heard it: one call record (the timeout), no new span, one health sample.
+    expect(calls).toEqual([{ outcome: "error", durationMs: 100 }]);
+    expect(otel.spans().map((s) => [s.name, s.attributes["selfheal.call.outcome"]])).toEqual(
+      before,
+    );
+    await clock.advance(5_000);
+    const health = (await sh.status()).tools.stubborn?.signals.find(
+      (s) => s.signal === "success_rate",
+    );
+    expect(health?.samples).toBe(1);
+    expect(clock.pendingTimers).toBe(0);
   });
 
   it("a per-call timeout overrides the tool's, and a settled call leaves no timer behind", async () => {

@@ -1,5 +1,6 @@
 import { context } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
+import { MeterProvider, MetricReader } from "@opentelemetry/sdk-metrics";
 import {
   BasicTracerProvider,
   InMemorySpanExporter,
@@ -43,4 +44,44 @@ export function tree(spans: readonly ReadableSpan[]): unknown[] {
         return children.length ? { [s.name]: children } : s.name;
       });
   return build(undefined);
+}
+
+/** A metric reader that exports nowhere: the test collects when it wants to. */
+class CollectingReader extends MetricReader {
+  protected onForceFlush(): Promise<void> {
+    return Promise.resolve();
+  }
+  protected onShutdown(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+/**
+ * A real SDK meter provider; `read()` collects every data point now (cumulative) as a map from
+ * `name{label=value,...}` (labels in recording order) to its value (a histogram's count).
+ */
+export function recordingMeters() {
+  const reader = new CollectingReader();
+  const meterProvider = new MeterProvider({ readers: [reader] });
+  return {
+    meterProvider,
+    read: async () => {
+      const { resourceMetrics } = await reader.collect();
+      const points = new Map<string, number>();
+      for (const sm of resourceMetrics.scopeMetrics) {
+        for (const m of sm.metrics) {
+          for (const p of m.dataPoints) {
+            const labels = Object.entries(p.attributes)
+              .map(([k, v]) => `${k}=${String(v)}`)
+              .join(",");
+            const value =
+              typeof p.value === "number" ? p.value : (p.value as { count: number }).count;
+            points.set(`${m.descriptor.name}{${labels}}`, value);
+          }
+        }
+      }
+      return points;
+    },
+    shutdown: () => meterProvider.shutdown(),
+  };
 }

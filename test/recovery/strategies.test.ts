@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
   isCircuitOpenError,
+  isHealthCheckFailedError,
   isHumanEscalationRequiredError,
   isReadOnlyModeError,
   isRecoveryBudgetExhaustedError,
@@ -14,7 +15,7 @@ import {
 } from "../../src/index.js";
 import type { Notifier, Alert } from "../../src/notify/index.js";
 import { FailureInjector, thrownFault } from "../../src/testing/index.js";
-import { recordingProvider, tree } from "../helpers/otel.js";
+import { recordingMeters, recordingProvider, tree } from "../helpers/otel.js";
 import { virtualInstance } from "../helpers/engine.js";
 
 const otel = recordingProvider();
@@ -140,6 +141,29 @@ describe("exponential_backoff_with_jitter", () => {
     );
     await expect(capped.clock.run(v(undefined))).rejects.toMatchObject({ status: 429 });
     expect(inj3.calls).toBe(1); // did not sit out an hour, did not hammer
+  });
+
+  it("a Retry-After of 0 still waits the 100 ms floor before the retry: never a tight loop", async () => {
+    const { sh, clock } = setup();
+    const inj = new FailureInjector({ clock });
+    inj.inject("rate_limit", { first: 1 }, { retryAfterSeconds: 0 });
+    const answer = inj.wrap(() => Promise.resolve("ok"));
+    const sentAt: number[] = [];
+    const t = sh.tool("t", { readOnly: true }, (args: undefined, ctx: CallContext) => {
+      sentAt.push(clock.now());
+      return answer(args, ctx);
+    });
+    await expect(clock.run(t.detailed(undefined), { stepMs: 10 })).resolves.toMatchObject({
+      value: "ok",
+      outcome: "recovered",
+      attempts: 2,
+    });
+    expect(inj.injected.get("rate_limit")).toBe(1);
+    expect(sentAt).toHaveLength(2);
+    expect((sentAt[1] ?? 0) - (sentAt[0] ?? 0)).toBeGreaterThanOrEqual(100);
+    expect(recoverySpans()).toMatchObject([
+      { strategy: "exponential_backoff_with_jitter", outcome: "success", wait: 100 },
+    ]);
   });
 
   it("gives up after maxAttempts and passes the last error on", async () => {
@@ -271,6 +295,38 @@ describe("circuit_break", () => {
     expect(calls).toBe(3);
   });
 
+  it("while a slow probe is out, calls arriving later are refused: the dependency sees one request", async () => {
+    const { sh, clock } = setup({ plans: { SERVICE_DOWN: ["circuit_break"] } });
+    let up = false;
+    let requests = 0;
+    let inFlight = 0;
+    let mostInFlight = 0;
+    const t = sh.tool("inventory", { readOnly: true }, async () => {
+      requests++;
+      if (!up) throw thrownFault("http_503");
+      mostInFlight = Math.max(mostInFlight, ++inFlight);
+      await clock.sleep(3_000); // the probe takes 3 s
+      inFlight--;
+      return "stock";
+    });
+    await expect(clock.run(t(undefined))).rejects.toMatchObject({ status: 503 });
+    up = true;
+    await clock.advance(15 * 60_000);
+    const probe = t(undefined);
+    const later: Promise<unknown>[] = [];
+    for (const gap of [1, 10, 500, 2_000]) {
+      await clock.advance(gap); // still within the probe's 3 s
+      later.push(t(undefined).catch((e: unknown) => e));
+    }
+    expect(requests).toBe(2); // the first failure and the probe
+    await expect(clock.run(probe)).resolves.toBe("stock");
+    const refused = await clock.run(Promise.all(later));
+    expect(refused.every(isCircuitOpenError)).toBe(true);
+    expect(mostInFlight).toBe(1);
+    await expect(clock.run(t(undefined))).resolves.toBe("stock"); // closed again
+    expect(requests).toBe(3);
+  });
+
   it("a hung probe is cut by its own timeout and the breaker reopens; a fallback answers meanwhile", async () => {
     const { sh, clock } = setup({
       plans: { SERVICE_DOWN: ["circuit_break"] },
@@ -362,6 +418,7 @@ describe("escalate_to_human and chains", () => {
       outcome: "escalated",
       strategy: "escalate_to_human",
       attempts: 3,
+      wastedRetries: 3, // escalated: none of the three helped
     });
   });
 });
@@ -454,6 +511,157 @@ describe("writes: idempotency", () => {
   });
 });
 
+describe("writes: the idempotency ledger", () => {
+  /** A write tool that counts how often it really ran. */
+  function writeTool(sh: ReturnType<typeof setup>["sh"], name: string) {
+    const ran: string[] = [];
+    const tool = sh.tool(
+      name,
+      { readOnly: false, idempotencyKey: (order: string) => order },
+      (order: string) => {
+        ran.push(order);
+        return `${name} ${order} #${ran.length}`;
+      },
+    );
+    return { tool, ran };
+  }
+
+  it("keeps a result for its ttl (24 h by default): after it, the same key calls the tool again", async () => {
+    const short = setup({ ledger: { ttlMs: 60_000 } });
+    const a = writeTool(short.sh, "charge");
+    await expect(a.tool("o1")).resolves.toBe("charge o1 #1");
+    await short.clock.advance(59_999);
+    await expect(a.tool.detailed("o1")).resolves.toMatchObject({
+      value: "charge o1 #1",
+      replayed: true,
+    });
+    await short.clock.advance(1);
+    await expect(a.tool.detailed("o1")).resolves.toMatchObject({
+      value: "charge o1 #2",
+      replayed: false,
+    });
+    expect(a.ran).toEqual(["o1", "o1"]);
+
+    const byDefault = setup();
+    const b = writeTool(byDefault.sh, "charge");
+    await b.tool("o1");
+    await byDefault.clock.advance(24 * 3_600_000 - 1);
+    await expect(b.tool.detailed("o1")).resolves.toMatchObject({ replayed: true });
+    await byDefault.clock.advance(1);
+    await expect(b.tool.detailed("o1")).resolves.toMatchObject({
+      value: "charge o1 #2",
+      replayed: false,
+    });
+  });
+
+  it("keeps at most maxEntries results: the oldest key is evicted and runs again, the newest are kept", async () => {
+    const { sh } = setup({ ledger: { maxEntries: 2 } });
+    const { tool, ran } = writeTool(sh, "charge");
+    for (const order of ["o1", "o2", "o3"]) await tool(order);
+    await expect(tool.detailed("o3")).resolves.toMatchObject({
+      value: "charge o3 #3",
+      replayed: true,
+    });
+    await expect(tool.detailed("o2")).resolves.toMatchObject({
+      value: "charge o2 #2",
+      replayed: true,
+    });
+    await expect(tool.detailed("o1")).resolves.toMatchObject({
+      value: "charge o1 #4",
+      replayed: false,
+    });
+    expect(ran).toEqual(["o1", "o2", "o3", "o1"]);
+  });
+
+  it("keeps 10,000 results by default", async () => {
+    const { sh } = setup();
+    const { tool, ran } = writeTool(sh, "charge");
+    for (let i = 0; i <= 10_000; i++) await tool(`o${i}`);
+    await expect(tool.detailed("o10000")).resolves.toMatchObject({ replayed: true });
+    await expect(tool.detailed("o1")).resolves.toMatchObject({ replayed: true });
+    await expect(tool.detailed("o0")).resolves.toMatchObject({ replayed: false });
+    expect(ran).toHaveLength(10_002);
+  });
+
+  it("keys results by tool: a charge and a refund with the same key each run and keep their own", async () => {
+    const { sh, clock } = setup();
+    const charge = writeTool(sh, "charge");
+    const refund = writeTool(sh, "refund");
+    await expect(charge.tool("o1")).resolves.toBe("charge o1 #1");
+    await expect(refund.tool.detailed("o1")).resolves.toMatchObject({
+      value: "refund o1 #1",
+      replayed: false,
+    });
+    await expect(charge.tool.detailed("o1")).resolves.toMatchObject({
+      value: "charge o1 #1",
+      replayed: true,
+    });
+    await expect(refund.tool.detailed("o1")).resolves.toMatchObject({
+      value: "refund o1 #1",
+      replayed: true,
+    });
+    // In flight too: a slow charge does not answer a refund of the same key.
+    const slow = sh.tool(
+      "slow_charge",
+      { readOnly: false, idempotencyKey: (o: string) => o },
+      async (o: string) => {
+        await clock.sleep(1_000);
+        return `slow ${o}`;
+      },
+    );
+    const [slowCharge, refundO2] = await clock.run(
+      Promise.all([slow.detailed("o2"), refund.tool.detailed("o2")]),
+    );
+    expect(slowCharge).toMatchObject({ value: "slow o2", replayed: false });
+    expect(refundO2).toMatchObject({ value: "refund o2 #2", replayed: false });
+    expect(charge.ran).toEqual(["o1"]);
+    expect(refund.ran).toEqual(["o1", "o2"]);
+  });
+});
+
+describe("the call's mode", () => {
+  it("is read-only, for the tool's context and the task, exactly while writes are refused", async () => {
+    const { sh, clock } = setup({ plans: { SERVICE_DOWN: ["degrade_to_readonly"] } });
+    let down = false;
+    const flaky = sh.tool("flaky", { readOnly: true }, () => {
+      if (down) throw thrownFault("http_503");
+      return "ok";
+    });
+    const look = sh.tool("look", { readOnly: true }, (_: undefined, ctx: CallContext) => ctx.mode);
+    const write = sh.tool("write", { readOnly: false }, () => "written");
+    const observe = (id: string) =>
+      sh.task(id, async (task) => ({
+        task: task.mode,
+        ctx: await look(undefined),
+        refused: await write(undefined).then(
+          () => false,
+          (e: unknown) => isReadOnlyModeError(e) || isHealthCheckFailedError(e),
+        ),
+      }));
+    const normal = { task: "normal", ctx: "normal", refused: false };
+    const readOnly = { task: "read-only", ctx: "read-only", refused: true };
+
+    await expect(observe("before")).resolves.toEqual(normal);
+    down = true;
+    await expect(clock.run(flaky(undefined))).rejects.toMatchObject({ status: 503 });
+    await expect(observe("degraded")).resolves.toEqual(readOnly); // recovery degraded the agent
+    down = false;
+    for (let i = 0; i < 20; i++) await flaky(undefined);
+    await clock.advance(5_000);
+    await expect(observe("recovered")).resolves.toEqual(normal);
+
+    // Critical health (task completion below 0.7) refuses writes too, and says so in the mode.
+    for (let i = 0; i < 10; i++) {
+      await sh
+        .task(`failing-${i}`, () => Promise.reject(new Error("task failed")))
+        .catch(() => undefined);
+    }
+    await clock.advance(5_000);
+    expect((await sh.status()).status).toBe("critical");
+    await expect(observe("critical")).resolves.toEqual(readOnly);
+  });
+});
+
 describe("the caller's abort", () => {
   it("is passed on as is: not diagnosed as a timeout, not recovered, no breaker verdict, nothing spent", async () => {
     const { sh, clock, events } = setup({
@@ -516,7 +724,12 @@ describe("recovery budget", () => {
       .catch((e: unknown) => e);
     expect(isRecoveryBudgetExhaustedError(error)).toBe(true);
     expect(error).toMatchObject({ spentUsd: 0.8, budgetUsd: 1 });
-    expect(events[0]).toMatchObject({ outcome: "budget_exhausted", attempts: 2, costUsd: 0.8 });
+    expect(events[0]).toMatchObject({
+      outcome: "budget_exhausted",
+      attempts: 2,
+      costUsd: 0.8,
+      wastedRetries: 2,
+    });
     expect(notifier.alerts).toHaveLength(1);
   });
 
@@ -636,6 +849,77 @@ describe("recovery events", () => {
   });
 });
 
+describe("wasted retries", () => {
+  it("count every recovery attempt of a call left without a real answer, in the event and in selfheal_wasted_retries", async () => {
+    const meters = recordingMeters();
+    const { sh, clock, events } = setup({}, { meterProvider: meters.meterProvider });
+    const wasted = async (tool: string) =>
+      (await meters.read()).get(`selfheal_wasted_retries{agent=test-agent,tool=${tool}}`);
+
+    // Recovered by an actual attempt: nothing wasted.
+    const inj = new FailureInjector({ clock });
+    inj.inject("rate_limit", { first: 2 });
+    const flaky = sh.tool(
+      "flaky",
+      { readOnly: true },
+      inj.wrap(() => Promise.resolve("ok")),
+    );
+    expect(await wasted("flaky")).toBe(0);
+    await expect(clock.run(flaky(undefined), { stepMs: 100 })).resolves.toBe("ok");
+    expect(events.at(-1)).toMatchObject({ outcome: "recovered", attempts: 2, wastedRetries: 0 });
+    expect(await wasted("flaky")).toBe(0);
+
+    // Recovery fails after 3 attempts: all 3 wasted.
+    const down = sh.tool(
+      "down",
+      {
+        readOnly: true,
+        plans: { SERVICE_DOWN: [{ strategy: "exponential_backoff_with_jitter", attempts: 3 }] },
+      },
+      () => Promise.reject(thrownFault("http_503")),
+    );
+    await expect(clock.run(down(undefined), { stepMs: 100 })).rejects.toMatchObject({
+      status: 503,
+    });
+    expect(events.at(-1)).toMatchObject({
+      tool: "down",
+      outcome: "failed",
+      attempts: 3,
+      wastedRetries: 3,
+    });
+    expect(await wasted("down")).toBe(3);
+
+    // Only the fallback answered after 2 attempts: both wasted, though the call "recovered".
+    const cached = sh.tool(
+      "cached",
+      {
+        readOnly: true,
+        fallback: () => "cached",
+        plans: {
+          SERVICE_DOWN: [
+            { strategy: "exponential_backoff_with_jitter", attempts: 2 },
+            "circuit_break",
+          ],
+        },
+      },
+      () => Promise.reject(thrownFault("http_503")),
+    );
+    await expect(clock.run(cached.detailed(undefined), { stepMs: 100 })).resolves.toMatchObject({
+      value: "cached",
+      outcome: "recovered",
+    });
+    expect(events.at(-1)).toMatchObject({
+      tool: "cached",
+      outcome: "recovered",
+      attempts: 2,
+      wastedRetries: 2,
+    });
+    expect(await wasted("cached")).toBe(2);
+    expect(await wasted("down")).toBe(3); // per tool: the other series did not move
+    await meters.shutdown();
+  });
+});
+
 describe("warm-up probes", () => {
   it("run every interval on the injected clock, feed the provider's breaker, and stop on close()", async () => {
     let warmups = 0;
@@ -652,13 +936,65 @@ describe("warm-up probes", () => {
       ],
     });
     const seen: boolean[] = [];
+    const circuits: string[] = [];
     sh.on("warmup", (e) => seen.push(e.ok));
+    sh.on("circuit-change", (e) => circuits.push(`${e.dependency}:${e.state}`));
     await clock.advance(45 * 60_000);
     expect(warmups).toBe(3);
     expect(seen).toEqual([true, true, true]);
+    expect(circuits).toEqual([]); // healthy warm-ups leave the breaker closed
     await sh.close();
     await clock.advance(60 * 60_000);
     expect(warmups).toBe(3);
     expect(clock.pendingTimers).toBe(0);
+  });
+
+  it("that fail open the provider's breaker: failover then skips the dead secondary", async () => {
+    const meters = recordingMeters();
+    let warmups = 0;
+    const { sh, clock } = setup(
+      {
+        warmupIntervalMs: 30_000,
+        plans: { SERVICE_DOWN: ["failover_to_secondary"] },
+        providers: [
+          { name: "primary" },
+          {
+            name: "backup",
+            warmup: () => {
+              warmups++;
+              return Promise.reject(new Error("backup is down"));
+            },
+          },
+        ],
+      },
+      { meterProvider: meters.meterProvider },
+    );
+    const circuits: { dependency: string; state: string; at: number }[] = [];
+    sh.on("circuit-change", (e) => circuits.push(e));
+    const start = clock.now();
+    const used: (string | undefined)[] = [];
+    const fault = thrownFault("http_503");
+    const t = sh.tool(
+      "complete",
+      { readOnly: true, providers: ["primary", "backup"] },
+      (_: undefined, ctx: CallContext) => {
+        used.push(ctx.provider);
+        if (ctx.provider === "primary") throw fault;
+        return "from backup";
+      },
+    );
+    await clock.advance(3 * 60_000);
+    expect(warmups).toBe(6);
+    // The fifth failed warm-up (5 of 5 in the window) opened the backup's breaker.
+    expect(circuits).toEqual([
+      { agent: "test-agent", dependency: "backup", state: "open", at: start + 150_000 },
+    ]);
+    expect(
+      (await meters.read()).get("selfheal_circuit_state{agent=test-agent,dependency=backup}"),
+    ).toBe(2);
+    await expect(clock.run(t(undefined))).rejects.toBe(fault);
+    expect(used).toEqual(["primary"]); // the dead secondary was never sent the call
+    await sh.close();
+    await meters.shutdown();
   });
 });

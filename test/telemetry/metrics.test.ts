@@ -1,43 +1,10 @@
-import {
-  AggregationTemporality,
-  InMemoryMetricExporter,
-  MeterProvider,
-  PeriodicExportingMetricReader,
-} from "@opentelemetry/sdk-metrics";
 import { describe, expect, it } from "vitest";
 import { virtualInstance } from "../helpers/engine.js";
-
-function collect() {
-  const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
-  const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 3_600_000 });
-  const meterProvider = new MeterProvider({ readers: [reader] });
-  return {
-    meterProvider,
-    read: async () => {
-      await reader.forceFlush();
-      const all = exporter.getMetrics();
-      const points = new Map<string, number>();
-      for (const sm of all.at(-1)?.scopeMetrics ?? []) {
-        for (const m of sm.metrics) {
-          for (const p of m.dataPoints) {
-            const labels = Object.entries(p.attributes)
-              .map(([k, v]) => `${k}=${String(v)}`)
-              .join(",");
-            const value =
-              typeof p.value === "number" ? p.value : (p.value as { count: number }).count;
-            points.set(`${m.descriptor.name}{${labels}}`, value);
-          }
-        }
-      }
-      await meterProvider.shutdown();
-      return points;
-    },
-  };
-}
+import { recordingMeters } from "../helpers/otel.js";
 
 describe("metrics", () => {
   it("counts calls, durations, LLM responses and tasks under the contract's names, with zeroed series", async () => {
-    const m = collect();
+    const m = recordingMeters();
     const { sh, clock } = virtualInstance({ meterProvider: m.meterProvider });
     const search = sh.tool("search", { readOnly: true }, async () => {
       await clock.sleep(250);
@@ -51,6 +18,7 @@ describe("metrics", () => {
     await clock.advance(5_000);
     await sh.status();
     const points = await m.read();
+    await m.shutdown();
     expect(points.get("selfheal_tool_calls{agent=test-agent,tool=search,outcome=success}")).toBe(1);
     expect(points.get("selfheal_tool_calls{agent=test-agent,tool=search,outcome=error}")).toBe(0);
     expect(points.get("selfheal_tool_calls{agent=test-agent,tool=search,outcome=blocked}")).toBe(0);
