@@ -1,5 +1,6 @@
 export { createSelfHealing } from "./engine/self-healing.js";
 export type { SelfHealing, TaskContext } from "./engine/self-healing.js";
+export type { AgentStatus, ToolStatus } from "./engine/agent-status.js";
 export type {
   CallOptions,
   HealthOptions,
@@ -12,7 +13,7 @@ export type {
 export type { CallContext, CallMode } from "./engine/call-context.js";
 export type { WrappedTool, CallResult } from "./engine/tool.js";
 export type { RecoveryEvent } from "./engine/recovery-step.js";
-export type { Plans, RecoveryOptions } from "./engine/options.js";
+export type { Plans, RecoveryOptions, UnknownPolicy } from "./engine/options.js";
 export type { ProviderConfig, Usage } from "./recovery/providers.js";
 export type { BackoffOptions } from "./recovery/backoff.js";
 export type { BreakerOptions, BreakerState } from "./recovery/breaker.js";
@@ -39,7 +40,7 @@ export type { FinishedSpan, HealthSpanProcessor } from "./health/span-processor.
 export type { WindowTotals } from "./health/window.js";
 export type { Clock } from "./clock.js";
 export type { CallOutcome, HealthStatus, TaskOutcome } from "./telemetry/conventions.js";
-export type { Diagnosis, DiagnoseContext } from "./diagnosis/diagnoser.js";
+export type { Diagnosis, DiagnoseContext, Evidence } from "./diagnosis/diagnoser.js";
 export type { Matcher, Rule } from "./diagnosis/rules.js";
 export type { DriftEvent, DriftOptions, UnknownSample } from "./diagnosis/drift.js";
 export type { Advice, AdviceOutcome, EscalateUnknown } from "./diagnosis/advisor.js";

@@ -7,6 +7,8 @@ import type { StatusPageClient, StatusPageState } from "./status-page.js";
 /** Below this confidence selfheal does not act on a diagnosis: the original error is rethrown. */
 export const MIN_ACTIONABLE_CONFIDENCE = 0.5;
 
+export type Evidence = "structured" | "wording" | "none";
+
 /** What went wrong, and what to do about it. Deterministic: the same error gives the same answer. */
 export interface Diagnosis {
   pattern: Pattern;
@@ -21,6 +23,12 @@ export interface Diagnosis {
   retryable: boolean;
   /** Confidence reaches MIN_ACTIONABLE_CONFIDENCE. */
   actionable: boolean;
+  /**
+   * What the diagnosis rests on: `structured` (status, code, class, header, status page) may
+   * act beyond the call (breakers, cooldowns, read-only mode, pages); `wording` (a message
+   * regex alone) may only shape this call's own retries; `none` for UNKNOWN.
+   */
+  evidence: Evidence;
   /** From `retry-after-ms` / `Retry-After`, for the backoff. */
   retryAfterMs: number | undefined;
   /** HTTP status of the error, when it had one. */
@@ -51,6 +59,7 @@ const UNKNOWN: Omit<Diagnosis, "retryAfterMs" | "status" | "statusPage"> = {
   cooldownMs: 0,
   retryable: true,
   actionable: false,
+  evidence: "none",
 };
 
 /**
@@ -71,7 +80,7 @@ export class Diagnoser {
           statusPage ??= await this.statusPage(context);
           if (statusPage !== "degraded") continue;
         }
-        return this.result(rule, facts, statusPage);
+        return this.result(rule, matcher.structured, facts, statusPage);
       }
     }
     return { ...UNKNOWN, retryAfterMs: facts.retryAfterMs, status: facts.status, statusPage };
@@ -79,6 +88,7 @@ export class Diagnoser {
 
   private result(
     rule: CompiledRule,
+    structured: boolean,
     facts: ErrorFacts,
     statusPage: StatusPageState | undefined,
   ): Diagnosis {
@@ -90,6 +100,7 @@ export class Diagnoser {
       cooldownMs: rule.cooldownMs,
       retryable: !NON_RETRYABLE_PATTERNS.includes(rule.pattern),
       actionable: rule.confidence >= MIN_ACTIONABLE_CONFIDENCE,
+      evidence: structured ? "structured" : "wording",
       retryAfterMs: facts.retryAfterMs,
       status: facts.status,
       statusPage,

@@ -48,20 +48,28 @@ export interface Rule {
   match: Matcher | readonly Matcher[];
   /** Recovery chain to run, in order; default: the pattern's chain (DEFAULT_CHAINS). */
   strategies?: readonly PlanStep[];
-  /** How long to keep away from the failing route, ms; default: the pattern's. */
+  /**
+   * How long other calls keep away from the failing route, ms, when the error carries no
+   * Retry-After (which wins); default: the pattern's. Applied only on structured evidence.
+   */
   cooldownMs?: number;
 }
 
-/** Default recovery chain of each pattern. Non-retryable patterns never retry the same route. */
+/**
+ * Default recovery chain of each pattern. Non-retryable patterns never retry the same route.
+ * Another route beats a longer wait: where a tool has a second provider, failover comes before
+ * waiting; a step that cannot apply (no second provider, no time left) is skipped.
+ */
 export const DEFAULT_CHAINS: Record<Pattern, readonly PlanStep[]> = {
-  RATE_LIMIT: ["exponential_backoff_with_jitter", "failover_to_secondary", "escalate_to_human"],
+  RATE_LIMIT: ["failover_to_secondary", "exponential_backoff_with_jitter", "escalate_to_human"],
   TIMEOUT: [
-    { strategy: "retry_with_longer_timeout", attempts: 2 },
     "failover_to_secondary",
+    { strategy: "retry_with_longer_timeout", attempts: 1 },
     "circuit_break",
     "escalate_to_human",
   ],
   SERVICE_DOWN: [
+    "retry_once",
     "failover_to_secondary",
     "circuit_break",
     "degrade_to_readonly",
@@ -73,14 +81,15 @@ export const DEFAULT_CHAINS: Record<Pattern, readonly PlanStep[]> = {
   BAD_REQUEST: [],
   CONTEXT_LENGTH: ["failover_to_secondary"],
   CONTENT_POLICY: [],
-  UNKNOWN: [],
+  // Run only under `recovery.unknown: "retry-once"` (the default), for calls that may run again.
+  UNKNOWN: ["retry_once", "failover_to_secondary"],
 };
 
-/** Default cooldown of each pattern, ms. */
+/** Default cooldown of each pattern, ms: only throttling keeps other calls away for a while. */
 export const DEFAULT_COOLDOWNS: Record<Pattern, number> = {
-  RATE_LIMIT: 60_000,
-  TIMEOUT: 30_000,
-  SERVICE_DOWN: 15 * 60_000,
+  RATE_LIMIT: 5_000,
+  TIMEOUT: 0,
+  SERVICE_DOWN: 0,
   EMPTY_LLM_RESPONSE: 0,
   JSON_PARSE_ERROR: 0,
   AUTH: 0,
@@ -280,6 +289,11 @@ export interface CompiledMatcher {
   message?: readonly RegExp[];
   header?: readonly string[];
   statusPageDegraded: boolean;
+  /**
+   * Whether a match rests on more than wording (a status, code, class, header or the status
+   * page): only such evidence may act beyond the call itself.
+   */
+  structured: boolean;
 }
 
 export interface CompiledRule {
@@ -423,7 +437,10 @@ function compileMatcher(value: unknown, field: string): CompiledMatcher {
     `${field}.statusPageDegraded`,
     "expected true",
   );
-  const compiled: CompiledMatcher = { statusPageDegraded: m.statusPageDegraded === true };
+  const compiled: CompiledMatcher = {
+    statusPageDegraded: m.statusPageDegraded === true,
+    structured: keys.some((k) => k !== "message"),
+  };
   if (m.status) compiled.status = new Set(m.status as number[]);
   const code = lower(m.code as string[] | undefined);
   if (code) compiled.code = code;

@@ -77,6 +77,7 @@ export function startAttempt<A, R>(
 ): Started<R> {
   const needsController = spec.timeoutMs !== undefined || base.callerSignal !== undefined;
   const controller = needsController ? new AbortController() : undefined;
+  const providers = engine.options.recovery.providers;
   const ctx = new AttemptContext(
     spec.timeoutMs,
     spec.provider,
@@ -85,6 +86,7 @@ export function startAttempt<A, R>(
     base.idempotencyKey,
     base.toolCallId,
     base.taskId,
+    spec.provider === undefined ? undefined : providers.get(spec.provider),
     controller,
   );
   let result: Promise<R>;

@@ -1,4 +1,4 @@
-import type { Usage } from "../recovery/providers.js";
+import type { ProviderConfig, Usage } from "../recovery/providers.js";
 
 /** Whether the agent may write: `read-only` while health is critical. */
 export type CallMode = "normal" | "read-only";
@@ -11,6 +11,8 @@ export interface CallContext {
   readonly timeoutMs: number | undefined;
   /** Provider to use for this attempt (`gen_ai.provider.name`). */
   readonly provider: string | undefined;
+  /** That provider as declared in `recovery.providers` (model, base URL, price). */
+  readonly providerConfig: ProviderConfig | undefined;
   readonly mode: CallMode;
   /** 1 for the first attempt. */
   readonly attempt: number;
@@ -39,6 +41,7 @@ export class AttemptContext implements CallContext {
     readonly idempotencyKey: string | undefined,
     readonly toolCallId: string | undefined,
     readonly taskId: string | undefined,
+    readonly providerConfig: ProviderConfig | undefined,
     private controller?: AbortController,
   ) {}
 

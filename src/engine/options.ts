@@ -67,6 +67,25 @@ export interface DiagnosisOptions {
   fetch?: typeof fetch;
 }
 
+/** The default deadline of a call, ms, when its tool's timeout is at most a third of it. */
+export const DEFAULT_DEADLINE_MS = 60_000;
+
+/**
+ * The longest a call may take, recovery included: the call's own `deadlineMs`, else the tool's,
+ * else `recovery.deadlineMs`, else the larger of 60 s and 3 x the attempt timeout.
+ */
+export function deadlineOf(
+  callMs: number | undefined,
+  toolMs: number | undefined,
+  recoveryMs: number | undefined,
+  timeoutMs: number | undefined,
+): number {
+  return callMs ?? toolMs ?? recoveryMs ?? Math.max(DEFAULT_DEADLINE_MS, 3 * (timeoutMs ?? 0));
+}
+
+/** What recovery does with an error no rule knows. */
+export type UnknownPolicy = "retry-once" | "none";
+
 /** Recovery chains by pattern, overriding the rules' chains. */
 export type Plans = Partial<Record<Pattern, readonly PlanStep[]>>;
 
@@ -81,8 +100,22 @@ export interface RecoveryOptions {
   maxTimeoutDoublings?: number;
   /** retry_with_longer_timeout: the timeout doubled when a tool has none, ms (default 30000). */
   baseTimeoutMs?: number;
-  /** `openMs` 15 min, `probeTimeoutMs` 10 s, `failureRate` 0.5 over `minimumAttempts` 5 in `windowMs` 5 min. */
+  /**
+   * `baseOpenMs` 5 s doubling per failed probe up to `maxOpenMs` 5 min, `probeTimeoutMs` 10 s,
+   * `failureRate` 0.5 over `minimumAttempts` 5 in `windowMs` 5 min.
+   */
   breaker?: Partial<BreakerOptions>;
+  /**
+   * The longest a call may take, recovery included, ms (default: the larger of 60 s and 3 x the
+   * tool's `timeoutMs`). A tool's or a call's own `deadlineMs` wins.
+   */
+  deadlineMs?: number;
+  /**
+   * What to do with an error no rule knows (UNKNOWN): `"retry-once"` (default) retries a call
+   * that may run again (a read, or a write with an idempotency key) once on the same route, then
+   * on the next provider; `"none"` passes the error on. Either way it counts for drift.
+   */
+  unknown?: UnknownPolicy;
   /** Recovery spend allowed per task, USD (default 1). */
   budgetUsd?: number;
   /** Idempotency ledger: `ttlMs` 24 h, `maxEntries` 10000. */
@@ -132,8 +165,10 @@ export interface ToolOptions<A = unknown, R = unknown> {
   readOnly: boolean;
   /** `llm` tools feed the empty-response signal. Default `tool`. */
   kind?: ToolKind;
-  /** Abort the call after this many ms (the tool's signal is aborted, the call rejects). */
+  /** Abort an attempt after this many ms (the tool's signal is aborted, the attempt fails). */
   timeoutMs?: number;
+  /** The longest a call may take, recovery included, ms (default `recovery.deadlineMs`). */
+  deadlineMs?: number;
   /** Key that makes a write safe to repeat; reaches the tool on every attempt. */
   idempotencyKey?: (args: A) => string | undefined;
   /** For `llm` tools: whether a result counts as empty. Default: see `isEmptyResponse`. */
@@ -149,8 +184,12 @@ export interface ToolOptions<A = unknown, R = unknown> {
   providers?: readonly string[];
   /** Recovery chains by pattern for this tool. */
   plans?: Plans;
-  /** Answer to give while every route's circuit is open (instead of CircuitOpenError). */
-  fallback?: (args: A, error: unknown) => R | Promise<R>;
+  /**
+   * A canned answer for when no route can answer: every route's circuit is open, or recovery
+   * ran out of routes and the plan reached `circuit_break`. Not failover: another provider goes
+   * in `providers`.
+   */
+  cannedAnswer?: (args: A, error: unknown) => R | Promise<R>;
 }
 
 /** Options passed by the caller of a wrapped tool, per call. */
@@ -163,6 +202,8 @@ export interface CallOptions {
   toolCallId?: string;
   /** Overrides the tool's `timeoutMs` for this call. */
   timeoutMs?: number;
+  /** Overrides the tool's `deadlineMs` for this call: the whole call, recovery included. */
+  deadlineMs?: number;
 }
 
 export type ToolFunction<A, R> = (args: A, context: CallContext) => R | Promise<R>;
@@ -175,6 +216,9 @@ export interface ResolvedRecovery {
   maxTimeoutDoublings: number;
   baseTimeoutMs: number;
   breaker: BreakerOptions;
+  /** Undefined: the default (the larger of 60 s and 3 x the tool's timeout). */
+  deadlineMs: number | undefined;
+  unknown: UnknownPolicy;
   budgetUsd: number;
   ledger: LedgerOptions;
   notifiers: Notifier[];
@@ -488,6 +532,8 @@ const RECOVERY_KEYS = [
   "maxTimeoutDoublings",
   "baseTimeoutMs",
   "breaker",
+  "deadlineMs",
+  "unknown",
   "budgetUsd",
   "ledger",
   "notifiers",
@@ -529,8 +575,19 @@ function resolveRecovery(input: unknown): ResolvedRecovery {
       throw new SelfHealConfigError("recovery.providers", "expected a list of providers");
     (r.providers as unknown[]).forEach((value, i) => {
       const p = object(value, `recovery.providers[${i}]`);
-      knownKeys(p, ["name", "usdPer1kTokens", "usdPerCall", "warmup"], `recovery.providers[${i}]`);
+      knownKeys(
+        p,
+        ["name", "model", "baseUrl", "usdPer1kTokens", "usdPerCall", "warmup"],
+        `recovery.providers[${i}]`,
+      );
       nonEmptyString(p.name, `recovery.providers[${i}].name`);
+      if (p.model !== undefined) nonEmptyString(p.model, `recovery.providers[${i}].model`);
+      if (p.baseUrl !== undefined && (typeof p.baseUrl !== "string" || !URL.canParse(p.baseUrl))) {
+        throw new SelfHealConfigError(
+          `recovery.providers[${i}].baseUrl`,
+          `expected a URL, got ${show(p.baseUrl)}`,
+        );
+      }
       if (providers.has(p.name))
         throw new SelfHealConfigError(
           `recovery.providers[${i}].name`,
@@ -557,10 +614,17 @@ function resolveRecovery(input: unknown): ResolvedRecovery {
     "recovery.backoff",
   );
   const breaker = group("breaker");
+  if (breaker.openMs !== undefined) {
+    throw new SelfHealConfigError(
+      "recovery.breaker.openMs",
+      "the open period now adapts: set baseOpenMs (first open, default 5000) and maxOpenMs (cap, default 300000)",
+    );
+  }
   numbers(
     breaker,
     {
-      openMs: { min: 1 },
+      baseOpenMs: { min: 1 },
+      maxOpenMs: { min: 1 },
       probeTimeoutMs: { min: 1 },
       failureRate: { min: 0, max: 1 },
       minimumAttempts: { min: 1, integer: true },
@@ -568,6 +632,20 @@ function resolveRecovery(input: unknown): ResolvedRecovery {
     },
     "recovery.breaker",
   );
+  const breakerOptions = { ...DEFAULT_BREAKER, ...(breaker as Partial<BreakerOptions>) };
+  if (breakerOptions.maxOpenMs < breakerOptions.baseOpenMs) {
+    throw new SelfHealConfigError(
+      "recovery.breaker.maxOpenMs",
+      `must be >= baseOpenMs (${breakerOptions.baseOpenMs}), got ${breakerOptions.maxOpenMs}`,
+    );
+  }
+  if (r.deadlineMs !== undefined) number(r.deadlineMs, "recovery.deadlineMs", { min: 1 });
+  if (r.unknown !== undefined && r.unknown !== "retry-once" && r.unknown !== "none") {
+    throw new SelfHealConfigError(
+      "recovery.unknown",
+      `expected "retry-once" or "none", got ${show(r.unknown)}`,
+    );
+  }
   const ledger = group("ledger");
   numbers(ledger, { ttlMs: { min: 1 }, maxEntries: { min: 1, integer: true } }, "recovery.ledger");
   numbers(
@@ -614,7 +692,9 @@ function resolveRecovery(input: unknown): ResolvedRecovery {
     backoff: { ...DEFAULT_BACKOFF, ...(backoff as Partial<BackoffOptions>) },
     maxTimeoutDoublings: (r.maxTimeoutDoublings as number | undefined) ?? 3,
     baseTimeoutMs: (r.baseTimeoutMs as number | undefined) ?? 30_000,
-    breaker: { ...DEFAULT_BREAKER, ...(breaker as Partial<BreakerOptions>) },
+    breaker: breakerOptions,
+    deadlineMs: r.deadlineMs as number | undefined,
+    unknown: (r.unknown) ?? "retry-once",
     budgetUsd: (r.budgetUsd as number | undefined) ?? 1,
     ledger: { ...DEFAULT_LEDGER, ...(ledger as Partial<LedgerOptions>) },
     notifiers: (r.notifiers as Notifier[] | undefined) ?? [],
@@ -630,13 +710,14 @@ const TOOL_KEYS = [
   "readOnly",
   "kind",
   "timeoutMs",
+  "deadlineMs",
   "idempotencyKey",
   "isEmpty",
   "provider",
   "type",
   "providers",
   "plans",
-  "fallback",
+  "cannedAnswer",
 ] as const satisfies readonly (keyof ToolOptions)[];
 
 /** Validates the options of one tool; `readOnly` has no default on purpose. */
@@ -649,6 +730,12 @@ export function validateToolOptions(
   nonEmptyString(name, "tool(name)");
   const field = `tool("${name}").options`;
   const o = object(input, field);
+  if (o.fallback !== undefined) {
+    throw new SelfHealConfigError(
+      `${field}.fallback`,
+      "renamed to cannedAnswer (the answer given when no route can answer); failover to another provider is `providers`",
+    );
+  }
   knownKeys(o, TOOL_KEYS, field);
   if (typeof o.readOnly !== "boolean") {
     throw new SelfHealConfigError(
@@ -660,6 +747,7 @@ export function validateToolOptions(
     throw new SelfHealConfigError(`${field}.kind`, `expected "tool" or "llm", got ${show(o.kind)}`);
   }
   if (o.timeoutMs !== undefined) number(o.timeoutMs, `${field}.timeoutMs`, { min: 1 });
+  if (o.deadlineMs !== undefined) number(o.deadlineMs, `${field}.deadlineMs`, { min: 1 });
   optionalFunction(o.idempotencyKey, `${field}.idempotencyKey`);
   optionalFunction(o.isEmpty, `${field}.isEmpty`);
   if (o.provider !== undefined) nonEmptyString(o.provider, `${field}.provider`);
@@ -681,7 +769,7 @@ export function validateToolOptions(
     }
   }
   if (o.plans !== undefined) plans(o.plans, `${field}.plans`);
-  optionalFunction(o.fallback, `${field}.fallback`);
+  optionalFunction(o.cannedAnswer, `${field}.cannedAnswer`);
   if (typeof fn !== "function")
     throw new SelfHealConfigError(`tool("${name}")`, "the last argument must be the tool function");
 }
@@ -693,12 +781,13 @@ export function validateCallOptions(tool: string, input: unknown): CallOptions {
   if (input === undefined) return NO_CALL_OPTIONS;
   const field = `${tool}(args, options)`;
   const o = object(input, field);
-  knownKeys(o, ["signal", "idempotencyKey", "toolCallId", "timeoutMs"], field);
+  knownKeys(o, ["signal", "idempotencyKey", "toolCallId", "timeoutMs", "deadlineMs"], field);
   if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) {
     throw new SelfHealConfigError(`${field}.signal`, "expected an AbortSignal");
   }
   if (o.idempotencyKey !== undefined) nonEmptyString(o.idempotencyKey, `${field}.idempotencyKey`);
   if (o.toolCallId !== undefined) nonEmptyString(o.toolCallId, `${field}.toolCallId`);
   if (o.timeoutMs !== undefined) number(o.timeoutMs, `${field}.timeoutMs`, { min: 1 });
+  if (o.deadlineMs !== undefined) number(o.deadlineMs, `${field}.deadlineMs`, { min: 1 });
   return o;
 }

@@ -25,7 +25,13 @@ import {
 } from "../telemetry/conventions.js";
 import type { RecoveryBudget } from "../recovery/budget.js";
 import { runOnce, type CallBase, type ToolRuntime } from "./attempt.js";
+import { recordOnRoute } from "./route-outcome.js";
 import { probeTimeout, type Engine } from "./tool.js";
+
+/** An attempt is not started with less time than this left before the call's deadline, ms. */
+export const MIN_ATTEMPT_MS = 100;
+/** Failures of a route in its breaker's window that make it "down" for a quick retry. */
+const REPEATED_FAILURES = 2;
 
 /** A finished recovery, as listeners and the JSONL log get it. */
 export interface RecoveryEvent {
@@ -77,6 +83,8 @@ export interface RecoveryInput<A, R> {
   /** What every attempt of the call shares. */
   base: CallBase;
   firstErrorAt: number;
+  /** When the whole call must be over (clock time). */
+  deadlineAt: number;
   fallback: (() => Promise<{ value: unknown }>) | undefined;
 }
 
@@ -154,23 +162,40 @@ export async function recoverCall<A, R>(
       .end();
   };
 
+  const timeLeft = () => input.deadlineAt - clock.now();
+  const breakerOf = (provider: string | undefined) =>
+    breakers.get(dependencyOf(tool.name, provider));
+  const canAttempt = (provider: string | undefined, waitMs: number): boolean => {
+    if (!budget.allows(expectedCost(provider)))
+      throw new BudgetStop(budget.spentUsd, budget.limitUsd);
+    return (
+      waitMs + MIN_ATTEMPT_MS <= timeLeft() &&
+      breakerOf(provider).retryAfterMs(clock.now()) <= waitMs
+    );
+  };
+
   const attempt = async (
     request: Parameters<RecoveryRun["attempt"]>[0],
   ): Promise<AttemptOutcome> => {
     // The one guard for every strategy: never the same route again after a pattern retrying cannot fix.
     if (request.provider === state.last.provider && !state.last.diagnosis.retryable)
       return { ok: false, rejected: true };
+    const left = timeLeft();
+    if (left < MIN_ATTEMPT_MS) return { ok: false, rejected: true };
     // Reserve the expected cost first, so concurrent calls of a task cannot overspend it together;
     // and before the breaker, so a refused attempt never holds a half-open probe.
     const expected = expectedCost(request.provider);
     if (!budget.allows(expected)) throw new BudgetStop(budget.spentUsd, budget.limitUsd);
-    const breaker = breakers.get(dependencyOf(tool.name, request.provider));
+    const breaker = breakerOf(request.provider);
     const admission = breaker.admit(clock.now());
     if (admission === "rejected") return { ok: false, rejected: true };
     budget.spend(expected);
     const number = 1 + ++state.attempts;
     const probe = admission === "probe";
-    const timeoutMs = probe ? probeTimeout(request.timeoutMs, options) : request.timeoutMs;
+    const timeoutMs = Math.min(
+      probe ? probeTimeout(request.timeoutMs, options) : (request.timeoutMs ?? Infinity),
+      left,
+    );
     const span = tracer.startSpan(
       SPAN_RECOVERY,
       {
@@ -207,7 +232,7 @@ export async function recoverCall<A, R>(
       if (differential !== 0)
         metrics.failoverDifferentialUsd(primary, request.provider, differential);
     }
-    breaker.record(clock.now(), out.ok, probe, tool.canTrip);
+    recordOnRoute(breaker, clock.now(), out.ok ? undefined : out.failure.diagnosis, probe);
     span.setAttribute(ATTR_RECOVERY_OUTCOME, out.ok ? "success" : "failure");
     span.setAttribute(ATTR_RECOVERY_COST_USD, out.costUsd);
     if (!out.ok) span.setStatus({ code: SpanStatusCode.ERROR, message: out.message });
@@ -235,24 +260,42 @@ export async function recoverCall<A, R>(
     settings,
     clock,
     attempt,
+    canAttempt,
+    routeReadyInMs: (provider) => breakerOf(provider).retryAfterMs(clock.now()),
+    routeDown: (provider) =>
+      (provider === state.last.provider && state.last.diagnosis.statusPage === "degraded") ||
+      breakerOf(provider).state(clock.now()) !== "closed" ||
+      breakerOf(provider).recentFailures(clock.now()) >= REPEATED_FAILURES,
     sleep: (ms) => clock.sleep(ms, input.base.callerSignal),
     random: settings.random,
     openCircuit: () => {
-      breakers.get(dependencyOf(tool.name, state.last.provider)).open(clock.now());
+      breakerOf(state.last.provider).open(clock.now(), state.last.diagnosis.retryAfterMs);
     },
     fallback: async () => input.fallback?.(),
     degrade: () => {
       engine.degrade();
     },
-    escalate: () =>
-      engine.escalator.escalate({
+    escalate: async () => {
+      const sending = engine.escalator.escalate({
         kind: `${options.agent}/${tool.name}/${state.last.diagnosis.pattern}`,
         title: `${options.agent}: ${tool.name} is failing (${state.last.diagnosis.pattern})`,
         text: `Recovery of "${tool.name}" ran out of options after ${state.attempts} attempts. Last error: ${input.firstMessage}`,
         agent: options.agent,
         tool: tool.name,
         at: clock.now(),
-      }),
+      });
+      // The alert goes out whatever happens; the call waits for it only within its deadline.
+      const controller = new AbortController();
+      const deadline = clock.sleep(Math.max(0, timeLeft()), controller.signal).then(
+        () => false,
+        () => false,
+      );
+      try {
+        return await Promise.race([sending, deadline]);
+      } finally {
+        controller.abort();
+      }
+    },
   };
 
   const report = (outcome: RecoveryOutcome, provider: string | undefined, answered: boolean) => {

@@ -27,6 +27,7 @@ import {
   type ToolOptions,
 } from "./options.js";
 import { instrumentTool, type Engine, type TaskState, type WrappedTool } from "./tool.js";
+import { agentStatus, type AgentStatus } from "./agent-status.js";
 
 /** What a task function receives. */
 export interface TaskContext {
@@ -43,8 +44,11 @@ export interface SelfHealing {
   tool<A, R>(name: string, options: ToolOptions<A, R>, fn: ToolFunction<A, R>): WrappedTool<A, R>;
   /** Runs one agent task; its outcome feeds the task completion signal. */
   task<T>(id: string, fn: (task: TaskContext) => T | Promise<T>): Promise<T>;
-  /** Current health (cached for `health.cacheMs`). */
-  status(): Promise<HealthReport>;
+  /**
+   * Current health (cached for `health.cacheMs`), with what recovery is doing: read-only mode,
+   * open circuits per tool. Never `healthy` while writes are refused.
+   */
+  status(): Promise<AgentStatus>;
   /** Subscribes to an event; returns a function that unsubscribes. */
   on<K extends keyof SelfHealEvents>(event: K, listener: Listener<SelfHealEvents[K]>): () => void;
   /**
@@ -138,6 +142,7 @@ export function createSelfHealing(options: SelfHealingOptions): SelfHealing {
     events,
     tasks: new AsyncLocalStorage<TaskState>(),
     breakers,
+    routesByTool: new Map(),
     ledger: new IdempotencyLedger(recovery.ledger),
     escalator: new Escalator({
       notifiers: recovery.notifiers,
@@ -218,7 +223,9 @@ export function createSelfHealing(options: SelfHealingOptions): SelfHealing {
 
     async status() {
       if (closed) throw new SelfHealClosedError("status() was called");
-      return health.current();
+      const report = await health.current();
+      const readOnly = modeOf(report, engine.degraded(report)) === "read-only";
+      return agentStatus(report, readOnly, breakers, engine.routesByTool, clock.now());
     },
 
     on(event, listener) {

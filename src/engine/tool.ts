@@ -10,7 +10,7 @@ import {
 } from "@opentelemetry/api";
 import type { Diagnoser } from "../diagnosis/diagnoser.js";
 import type { DriftDetector } from "../diagnosis/drift.js";
-import { normalizeStep } from "../diagnosis/rules.js";
+import { DEFAULT_CHAINS, normalizeStep } from "../diagnosis/rules.js";
 import { CircuitOpenError, RecoveryBudgetExhaustedError, SelfHealClosedError } from "../errors.js";
 import type { HealthEvaluator, HealthReport } from "../health/evaluator.js";
 import type { CallRecord } from "../health/store.js";
@@ -57,13 +57,15 @@ import { isEmptyResponse } from "./empty-response.js";
 import type { Emitter, SelfHealEvents } from "./events.js";
 import { modeOf, refuseWrite } from "./guard.js";
 import {
+  deadlineOf,
   validateCallOptions,
   type CallOptions,
   type ResolvedOptions,
   type ToolFunction,
   type ToolOptions,
 } from "./options.js";
-import { dependencyOf, recoverCall, type RecoveryEvent } from "./recovery-step.js";
+import { dependencyOf, MIN_ATTEMPT_MS, recoverCall, type RecoveryEvent } from "./recovery-step.js";
+import { recordOnRoute } from "./route-outcome.js";
 
 /** The task a call runs in, carried through async calls. */
 export interface TaskState {
@@ -84,6 +86,8 @@ export interface Engine {
   readonly events: Emitter<SelfHealEvents>;
   readonly tasks: AsyncLocalStorage<TaskState>;
   readonly breakers: BreakerRegistry;
+  /** Each tool's routes (breaker dependencies), primary first. */
+  readonly routesByTool: Map<string, readonly string[]>;
   readonly ledger: IdempotencyLedger;
   readonly escalator: Escalator;
   readonly closed: () => boolean;
@@ -126,6 +130,8 @@ interface CallState {
   context: Context;
   mode: CallMode;
   timeoutMs: number | undefined;
+  /** When the whole call must be over, recovery included (clock time). */
+  deadlineAt: number;
   key: string | undefined;
   ended: boolean;
 }
@@ -161,9 +167,14 @@ export function instrumentTool<A, R>(
   const { agent, clock, store, maxErrorLength } = options;
   const readOnly = toolOptions.readOnly;
   const isLlm = toolOptions.kind === "llm";
-  const providers: readonly (string | undefined)[] =
-    toolOptions.providers ??
-    (toolOptions.provider === undefined ? [undefined] : [toolOptions.provider]);
+  const listed = toolOptions.providers ?? [toolOptions.provider];
+  // A provider listed twice (primary = fallback) is one route: tried once, one breaker.
+  const providers: readonly (string | undefined)[] = [...new Set(listed)];
+  if (providers.length < listed.length) {
+    options.logger.warn(
+      `selfheal: tool "${name}" lists a provider more than once (${listed.join(", ")}); each is used once, in first-listed order`,
+    );
+  }
   const primary = providers[0];
   const runtime: ToolRuntime<A, R> = {
     name,
@@ -267,6 +278,11 @@ export function instrumentTool<A, R>(
 
   /** Each route with its breaker, primary first (looked up once, not per call). */
   const routes = providers.map((p) => [p, breakers.get(dependencyOf(name, p))] as const);
+  if (runtime.canTrip) for (const [, breaker] of routes) breaker.allowTrip();
+  engine.routesByTool.set(
+    name,
+    routes.map(([, breaker]) => breaker.dependency),
+  );
 
   /** The first route whose breaker admits a call, primary first. */
   function route(
@@ -289,13 +305,16 @@ export function instrumentTool<A, R>(
     first: FailedAttempt,
   ): Promise<CallResult<R>> {
     const diagnosis = first.failure.diagnosis;
-    let plan =
-      toolOptions.plans?.[diagnosis.pattern] ??
-      options.recovery.plans[diagnosis.pattern] ??
-      diagnosis.strategies;
-    // Not actionable (confidence < 0.5): no step runs, but the incident still gets its recovery
-    // event, so the log shows every failure, UNKNOWN ones included, for the weekly review.
-    if (!diagnosis.actionable) plan = [];
+    const planOf = (pattern: typeof diagnosis.pattern) =>
+      toolOptions.plans?.[pattern] ?? options.recovery.plans[pattern];
+    // Not actionable (UNKNOWN, or confidence < 0.5): the UNKNOWN plan (one retry, then the next
+    // provider: nothing beyond this call) or, under `unknown: "none"`, no step at all. Either way
+    // the incident gets its recovery event, so the log shows every failure for the weekly review.
+    const plan = diagnosis.actionable
+      ? (planOf(diagnosis.pattern) ?? diagnosis.strategies)
+      : options.recovery.unknown === "none"
+        ? []
+        : (planOf("UNKNOWN") ?? DEFAULT_CHAINS.UNKNOWN);
     const mayReexecute = readOnly || c.key !== undefined;
     if (
       !mayReexecute &&
@@ -303,7 +322,7 @@ export function instrumentTool<A, R>(
     ) {
       warnOnce(engine, name);
     }
-    const fallback = toolOptions.fallback;
+    const fallback = toolOptions.cannedAnswer;
     const recovery = await recoverCall(engine, {
       tool: runtime,
       args,
@@ -316,6 +335,7 @@ export function instrumentTool<A, R>(
       budget: tasks.getStore()?.budget ?? new RecoveryBudget(options.recovery.budgetUsd),
       firstCostUsd: first.costUsd,
       firstErrorAt: clock.now(),
+      deadlineAt: c.deadlineAt,
       fallback: fallback && (async () => ({ value: await fallback(args, first.failure.error) })),
     });
     const failedAttempts = 1 + recovery.failedAttempts;
@@ -380,6 +400,12 @@ export function instrumentTool<A, R>(
     }
     const timeoutMs = call.timeoutMs ?? toolOptions.timeoutMs;
     if (timeoutMs !== undefined) span.setAttribute(ATTR_CALL_TIMEOUT_MS, timeoutMs);
+    const deadlineMs = deadlineOf(
+      call.deadlineMs,
+      toolOptions.deadlineMs,
+      options.recovery.deadlineMs,
+      timeoutMs,
+    );
     const degraded = engine.degraded(report);
     const c: CallState = {
       span,
@@ -388,6 +414,7 @@ export function instrumentTool<A, R>(
       context: trace.setSpan(parent, span),
       mode: modeOf(report, degraded),
       timeoutMs,
+      deadlineAt: started + deadlineMs,
       key: undefined,
       ended: false,
     };
@@ -431,10 +458,19 @@ export function instrumentTool<A, R>(
         }
       }
 
-      const routed = route(started);
+      let routed = route(started);
+      // Every route closed: wait for the first to admit a call if that fits in the deadline
+      // (a real answer beats a fast failure), else fail fast or give the canned answer.
+      while (
+        routed instanceof CircuitOpenError &&
+        routed.retryAfterMs + MIN_ATTEMPT_MS <= c.deadlineAt - clock.now()
+      ) {
+        await clock.sleep(routed.retryAfterMs, call.signal);
+        routed = route(clock.now());
+      }
       let result: CallResult<R>;
       if (routed instanceof CircuitOpenError) {
-        const fallback = toolOptions.fallback;
+        const fallback = toolOptions.cannedAnswer;
         if (!fallback) return fail(c, routed, 0, false); // failing fast says nothing new about health
         const value = await fallback(args, routed);
         result = succeed(c, value, "recovered", {
@@ -451,9 +487,12 @@ export function instrumentTool<A, R>(
           taskId,
           callerSignal: call.signal,
         };
+        // The attempt's own timeout, cut to the call's deadline.
+        const left = c.deadlineAt - clock.now();
+        const attemptMs = routed.probe ? probeTimeout(timeoutMs, options) : timeoutMs;
         const spec = {
           provider: routed.provider,
-          timeoutMs: routed.probe ? probeTimeout(timeoutMs, options) : timeoutMs,
+          timeoutMs: attemptMs === undefined || attemptMs > left ? left : attemptMs,
           attempt: 1,
           parent: c.context,
         };
@@ -474,9 +513,11 @@ export function instrumentTool<A, R>(
           first = await attemptFailed(engine, runtime, base, spec, started, error);
         }
         if ("aborted" in first) return fail(c, first.error, 0, false); // the caller gave up: no verdict
-        if (runtime.canTrip || routed.probe) {
-          routed.breaker.record(clock.now(), first.ok, routed.probe, runtime.canTrip);
-        }
+        // A success only matters to a breaker that may trip or is probing (kept off the hot path).
+        if (!first.ok)
+          recordOnRoute(routed.breaker, clock.now(), first.failure.diagnosis, routed.probe);
+        else if (runtime.canTrip || routed.probe)
+          routed.breaker.record(clock.now(), true, routed.probe);
         result = first.ok
           ? succeed(c, first.value, "success", {
               provider: routed.provider,

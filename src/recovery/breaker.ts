@@ -3,8 +3,16 @@ import { RollingWindow } from "../health/window.js";
 export type BreakerState = "closed" | "open" | "half_open";
 
 export interface BreakerOptions {
-  /** How long the breaker stays open, ms (default 15 min). */
-  openMs: number;
+  /**
+   * The first open period, ms (default 5 s). Each probe that fails doubles it, up to
+   * `maxOpenMs`, and so does tripping again within `windowMs` of a probe that closed it; a
+   * breaker closed for a whole window starts over (Envoy's ejection time x ejections, Polly's
+   * break-duration generator): a blip costs seconds, a dead or sickly dependency backs off to
+   * minutes.
+   */
+  baseOpenMs: number;
+  /** The longest open period, ms (default 5 min). */
+  maxOpenMs: number;
   /** The half-open probe's own timeout, ms (default 10 s): a hung probe cannot hold the lease. */
   probeTimeoutMs: number;
   /** Opens on its own when at least this share of recent attempts failed (default 0.5)... */
@@ -19,7 +27,8 @@ export interface BreakerOptions {
 }
 
 export const DEFAULT_BREAKER: BreakerOptions = {
-  openMs: 15 * 60_000,
+  baseOpenMs: 5_000,
+  maxOpenMs: 5 * 60_000,
   probeTimeoutMs: 10_000,
   failureRate: 0.5,
   minimumAttempts: 5,
@@ -34,14 +43,24 @@ export type Admission = "closed" | "probe" | "rejected";
 
 /**
  * A circuit breaker for one dependency. It opens when the recovery plan says so or, where another
- * route can take the traffic, when the failure rate of recent attempts is too high; it turns half-open lazily, on the first call after
- * the open period, and lets exactly one probe through under a lease that expires with the probe's
- * timeout. The probe's success closes it; its failure reopens it.
+ * route can take the traffic, when the failure rate of recent attempts is too high. The open
+ * period adapts: short at first, doubled by each failed probe, capped. It turns half-open lazily,
+ * on the first call after the open period, and lets exactly one probe through under a lease that
+ * expires with the probe's timeout. The probe's success closes it; its failure reopens it.
+ *
+ * Apart from opening, a route can cool down: a throttled dependency (429) is left alone for its
+ * Retry-After, then used again without a probe. Throttling is not an outage.
  */
 export class CircuitBreaker {
   private openUntil = 0;
   private isOpen = false;
+  /** Opens in a row: forgotten once the breaker has stayed closed for a window. */
+  private opens = 0;
+  private closedAt = 0;
   private probeLeaseUntil = 0;
+  private coolUntil = 0;
+  /** Set once a tool with another route uses this dependency: only then may it trip on its own. */
+  private mayTrip = false;
   private window: RollingWindow;
 
   constructor(
@@ -57,13 +76,15 @@ export class CircuitBreaker {
     return now < this.openUntil ? "open" : "half_open";
   }
 
-  /** Ms until the breaker admits a probe (0 when it would now). */
+  /** Ms until the breaker admits a call or a probe (0 when it would now). */
   retryAfterMs(now: number): number {
-    return Math.max(0, this.openUntil - now, this.probeLeaseUntil - now);
+    const open = this.isOpen ? Math.max(this.openUntil - now, this.probeLeaseUntil - now) : 0;
+    return Math.max(0, open, this.coolUntil - now);
   }
 
   /** Whether a call may go through now; a half-open breaker admits one probe at a time. */
   admit(now: number): Admission {
+    if (now < this.coolUntil) return "rejected";
     const state = this.state(now);
     if (state === "closed") return "closed";
     if (state === "open" || now < this.probeLeaseUntil) return "rejected";
@@ -73,39 +94,65 @@ export class CircuitBreaker {
     return "probe";
   }
 
+  /** Lets a high failure rate open the breaker on its own: another route can take the traffic. */
+  allowTrip(): void {
+    this.mayTrip = true;
+  }
+
   /**
-   * Records an attempt's outcome. `trip`: a high failure rate may open the breaker on its own;
-   * callers allow it only where another route exists to take the traffic.
+   * Records an attempt's outcome: `ok`, or a failure that counts against the route (the caller
+   * decides which failures do: see route-outcome.ts). A probe's outcome closes or reopens it.
    */
-  record(now: number, ok: boolean, probe: boolean, trip = true): void {
+  record(now: number, ok: boolean, probe: boolean): void {
     if (probe) {
       this.probeLeaseUntil = 0;
-      if (ok) this.close();
+      if (ok) this.close(now);
       else this.open(now);
       return;
     }
-    // Late answers of calls admitted before it opened, and routes that may not trip, change nothing.
-    if (this.isOpen || !trip) return;
+    // Late answers of calls admitted before it opened change nothing.
+    if (this.isOpen) return;
     this.window.add(now, ok ? 1 : 0, ok ? 0 : 1);
-    if (ok) return;
+    if (ok || !this.mayTrip) return;
     const { ok: good, failed } = this.window.totals(now);
     const total = good + failed;
     if (total >= this.options.minimumAttempts && failed / total >= this.options.failureRate)
       this.open(now);
   }
 
-  /** Opens the breaker for `ms` (default the configured open period). */
-  open(now: number, ms = this.options.openMs): void {
-    const wasOpen = this.state(now) === "open";
-    this.isOpen = true;
-    this.openUntil = Math.max(this.openUntil, now + ms);
-    this.window = this.freshWindow();
-    if (!wasOpen) this.onChange(this.dependency, "open"); // a plan re-opening an open breaker changes nothing
+  /** Failed attempts recorded in the window (recent evidence that the route is down). */
+  recentFailures(now: number): number {
+    return this.window.totals(now).failed;
   }
 
-  private close(): void {
+  /**
+   * Opens the breaker for its current open period (at least `atLeastMs`, e.g. a Retry-After),
+   * capped at `maxOpenMs`. Re-opening an open breaker changes nothing: only failed probes grow
+   * the period.
+   */
+  open(now: number, atLeastMs = 0): void {
+    if (this.state(now) === "open") return;
+    const { baseOpenMs, maxOpenMs, windowMs } = this.options;
+    // A dependency that trips again soon after a probe closed it is still unwell: its open
+    // period keeps growing. One that stayed closed for a window starts over (Envoy's decay).
+    if (now - this.closedAt >= windowMs) this.opens = 0;
+    this.opens++;
+    const period = Math.min(maxOpenMs, Math.max(atLeastMs, baseOpenMs * 2 ** (this.opens - 1)));
+    this.isOpen = true;
+    this.openUntil = now + period;
+    this.window = this.freshWindow();
+    this.onChange(this.dependency, "open");
+  }
+
+  /** Leaves the route alone for `ms` (a throttle's Retry-After), capped at `maxOpenMs`. */
+  coolDown(now: number, ms: number): void {
+    this.coolUntil = Math.max(this.coolUntil, now + Math.min(ms, this.options.maxOpenMs));
+  }
+
+  private close(now: number): void {
     this.isOpen = false;
     this.openUntil = 0;
+    this.closedAt = now;
     this.window = this.freshWindow();
     this.onChange(this.dependency, "closed");
   }

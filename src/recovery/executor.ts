@@ -23,8 +23,9 @@ export interface ChainOptions {
 /**
  * Runs a recovery chain: each strategy in turn until one recovers the call or ends it; when a
  * strategy gives up, the next runs. Safety is enforced here, once for every strategy: a write
- * without an idempotency key is never sent again, and no step retries the same route after a
- * pattern that retrying cannot fix.
+ * without an idempotency key is never sent again, no step retries the same route after a
+ * pattern that retrying cannot fix, and a diagnosis from wording alone never opens a breaker,
+ * makes the agent read-only or pages a person.
  */
 export async function runChain(
   run: RecoveryRun,
@@ -40,7 +41,9 @@ export async function runChain(
           ? "a write without an idempotency key is never sent twice"
           : strategy.sameRoute && !run.last.diagnosis.retryable
             ? `${run.last.diagnosis.pattern} is never retried on the same route`
-            : strategy.inapplicable?.(run);
+            : strategy.shared && run.last.diagnosis.evidence !== "structured"
+              ? "wording alone never acts beyond the call"
+              : strategy.inapplicable?.(run);
       if (skip !== undefined) {
         options.onStep(name, skip);
         continue;

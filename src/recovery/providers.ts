@@ -1,6 +1,13 @@
-/** A provider a tool can fail over to, with what it costs. */
+/**
+ * A provider, declared once (`recovery.providers`) with its settings and price; tools list it by
+ * name in `providers`, and each attempt gets it as `ctx.providerConfig`.
+ */
 export interface ProviderConfig {
   name: string;
+  /** The model to ask for on this provider (the tool reads `ctx.providerConfig.model`). */
+  model?: string;
+  /** The provider's API root, e.g. `https://api.openai.com/v1`. */
+  baseUrl?: string;
   /** Price per 1,000 tokens reported through `ctx.reportUsage` (input and output alike). */
   usdPer1kTokens?: number;
   /** Price of a call that reports nothing (and the expected cost of the next attempt). */

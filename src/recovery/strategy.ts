@@ -45,8 +45,21 @@ export interface RecoveryRun {
   readonly failedProviders: ReadonlySet<string | undefined>;
   readonly settings: StrategySettings;
   readonly clock: Clock;
-  /** Runs the tool once more. Throws `BudgetStop` when the task's budget cannot pay for it. */
+  /**
+   * Runs the tool once more, its timeout cut to the time left. Throws `BudgetStop` when the
+   * task's budget cannot pay for it; `rejected` when the route's breaker or the deadline refuse it.
+   */
   attempt(request: AttemptRequest): Promise<AttemptOutcome>;
+  /**
+   * Check before waiting: whether an attempt on `provider` could be sent after `waitMs` (the
+   * call's deadline and the route's breaker allow it). Throws `BudgetStop` when the budget could
+   * not pay for it, so nobody sleeps for an attempt that will never be sent.
+   */
+  canAttempt(provider: string | undefined, waitMs: number): boolean;
+  /** Ms until the route admits a call (open breaker, probe out, cooling down after a 429). */
+  routeReadyInMs(provider: string | undefined): number;
+  /** Whether the route is known to be down: its status page says so, or attempts keep failing. */
+  routeDown(provider: string | undefined): boolean;
   sleep(ms: number): Promise<void>;
   random(): number;
   /** Opens the breaker of the last failure's route. */
@@ -72,6 +85,11 @@ export interface Strategy {
   readonly reexecutes: boolean;
   /** Sends it again on the same route (never after a non-retryable pattern). */
   readonly sameRoute: boolean;
+  /**
+   * Acts beyond this call (opens a breaker, makes the agent read-only, pages a person): run only
+   * on structured evidence, never on wording alone.
+   */
+  readonly shared: boolean;
   /** Why the strategy cannot help this call, if it cannot (it is then skipped). */
   inapplicable?(run: RecoveryRun): string | undefined;
   run(run: RecoveryRun, attempts: number | undefined): Promise<StepResult>;

@@ -112,6 +112,7 @@ export const NON_RETRYABLE_PATTERNS: readonly Pattern[] = [
 
 /** Recovery strategies (the `strategy` label), in the order a plan usually escalates. */
 export const STRATEGIES = [
+  "retry_once",
   "exponential_backoff_with_jitter",
   "retry_with_longer_timeout",
   "failover_to_secondary",

@@ -1,20 +1,28 @@
 import { retryDelay } from "../backoff.js";
 import { NEXT, type Strategy } from "../strategy.js";
 
-/** Retries the same route after 1, 2, 4, 8, 16 s (+ up to 30% jitter); Retry-After wins. */
+/**
+ * Retries the same route after 1, 2, 4, 8, 16 s (+ up to 30% jitter); Retry-After wins, and so
+ * does the route's own cooldown. Before each wait it checks that the attempt could be sent then
+ * (deadline, breaker, budget): if not, it moves on now instead of sleeping for nothing.
+ */
 export const exponentialBackoff: Strategy = {
   name: "exponential_backoff_with_jitter",
   reexecutes: true,
   sameRoute: true,
+  shared: false,
   async run(run, attempts) {
     const { backoff } = run.settings;
+    const provider = run.last.provider;
     for (let retry = 1; retry <= (attempts ?? backoff.maxAttempts); retry++) {
-      const wait = retryDelay(retry, run.last.diagnosis.retryAfterMs, backoff, () => run.random());
-      if (wait === undefined) return NEXT;
+      const delay = retryDelay(retry, run.last.diagnosis.retryAfterMs, backoff, () => run.random());
+      if (delay === undefined) return NEXT;
+      const wait = Math.max(delay, run.routeReadyInMs(provider));
+      if (!run.canAttempt(provider, wait)) return NEXT;
       await run.sleep(wait);
       const out = await run.attempt({
         strategy: this.name,
-        provider: run.last.provider,
+        provider,
         timeoutMs: run.last.timeoutMs,
         waitMs: wait,
       });

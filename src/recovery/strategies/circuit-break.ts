@@ -1,14 +1,16 @@
 import { NEXT, type Strategy } from "../strategy.js";
 
 /**
- * Opens the breaker of the failing route (15 min by default): later calls fail fast with
- * CircuitOpenError or go to the fallback until a single half-open probe succeeds. This call
- * gets the tool's fallback answer when it has one.
+ * Opens the breaker of the failing route (5 s at first, doubled by each failed probe): later
+ * calls go to another route, wait for the probe within their deadline, or fail fast with
+ * CircuitOpenError until a single half-open probe succeeds. This call gets the tool's
+ * `cannedAnswer` when it has one.
  */
 export const circuitBreak: Strategy = {
   name: "circuit_break",
   reexecutes: false,
   sameRoute: false,
+  shared: true,
   async run(run) {
     run.openCircuit();
     const fallback = await run.fallback();

@@ -5,6 +5,7 @@ export const degradeToReadOnly: Strategy = {
   name: "degrade_to_readonly",
   reexecutes: false,
   sameRoute: false,
+  shared: true,
   run(run) {
     run.degrade();
     return Promise.resolve(NEXT);

@@ -6,6 +6,7 @@ export const escalateToHuman: Strategy = {
   name: "escalate_to_human",
   reexecutes: false,
   sameRoute: false,
+  shared: true,
   async run(run) {
     const notified = await run.escalate();
     return {

@@ -8,11 +8,12 @@ export const failover: Strategy = {
   name: "failover_to_secondary",
   reexecutes: true,
   sameRoute: false,
+  shared: false,
   inapplicable: (run) =>
     run.providers.length < 2 ? "the tool has no secondary provider" : undefined,
   async run(run) {
     for (const provider of run.providers) {
-      if (run.failedProviders.has(provider)) continue;
+      if (run.failedProviders.has(provider) || !run.canAttempt(provider, 0)) continue;
       const out = await run.attempt({
         strategy: this.name,
         provider,

@@ -1,0 +1,18 @@
+import { configDefaults, defineConfig } from "vitest/config";
+import base from "./vitest.config.js";
+
+/**
+ * The vitest config Stryker runs (`npm run mutate`); `npm test` keeps vitest.config.ts.
+ *
+ * Left out: suites that run the built dist/ or a child process (the CLI, the examples). Stryker
+ * switches mutants on inside the test process and mutates src/, so those suites can never kill a
+ * mutant; they would only slow every run down.
+ */
+export default defineConfig({
+  ...base,
+  test: {
+    ...base.test,
+    exclude: [...configDefaults.exclude, "test/cli/**", "test/examples.test.ts"],
+    reporters: ["dot"],
+  },
+});
