@@ -14,13 +14,15 @@ describe("examples/quickstart.ts (against the built package, as a user runs it)"
     expect(stdout).toContain("span agent.tool_call  tool=search_docs outcome=success");
     expect(stdout).toContain("diagnosis search_docs: SERVICE_DOWN");
     expect(stdout).toContain(
-      "recovery search_docs: failover_to_secondary (skipped) -> circuit_break -> degrade_to_readonly -> escalate_to_human => escalated",
+      "recovery search_docs: retry_once -> failover_to_secondary (skipped) -> circuit_break -> degrade_to_readonly -> escalate_to_human => escalated",
     );
     expect(stdout).toContain("search failed: HumanEscalationRequiredError");
     expect(stdout).toContain("tool=issue_refund outcome=blocked");
     expect(stdout).toContain("refund refused: selfheal: write tool");
     expect(stdout).toMatch(/circuit for "search_docs" is open/);
-    expect(stdout).toMatch(/^status: /m);
+    expect(stdout).toMatch(
+      /^status: warning .*read-only true, open circuits \{"search_docs":"open"\}\)$/m,
+    );
     expect(stdout).not.toContain("sk-live");
   });
 });

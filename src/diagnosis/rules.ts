@@ -61,7 +61,12 @@ export interface Rule {
  * waiting; a step that cannot apply (no second provider, no time left) is skipped.
  */
 export const DEFAULT_CHAINS: Record<Pattern, readonly PlanStep[]> = {
-  RATE_LIMIT: ["failover_to_secondary", "exponential_backoff_with_jitter", "escalate_to_human"],
+  RATE_LIMIT: [
+    "retry_once",
+    "failover_to_secondary",
+    "exponential_backoff_with_jitter",
+    "escalate_to_human",
+  ],
   TIMEOUT: [
     "failover_to_secondary",
     { strategy: "retry_with_longer_timeout", attempts: 1 },

@@ -32,7 +32,10 @@ export function agentStatus(
   now: number,
 ): AgentStatus {
   const states = new Map(breakers.states(now));
+  // Tools seen only through the span processor have health but no routes of ours.
   const tools: Record<string, ToolStatus> = {};
+  for (const [tool, health] of Object.entries(report.tools))
+    tools[tool] = { ...health, circuits: {} };
   for (const [tool, routes] of routesByTool) {
     const health = report.tools[tool] ?? { status: "healthy", signals: [] };
     const circuits = Object.fromEntries(routes.map((d) => [d, states.get(d) ?? "closed"]));

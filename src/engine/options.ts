@@ -694,7 +694,7 @@ function resolveRecovery(input: unknown): ResolvedRecovery {
     baseTimeoutMs: (r.baseTimeoutMs as number | undefined) ?? 30_000,
     breaker: breakerOptions,
     deadlineMs: r.deadlineMs as number | undefined,
-    unknown: (r.unknown) ?? "retry-once",
+    unknown: r.unknown ?? "retry-once",
     budgetUsd: (r.budgetUsd as number | undefined) ?? 1,
     ledger: { ...DEFAULT_LEDGER, ...(ledger as Partial<LedgerOptions>) },
     notifiers: (r.notifiers as Notifier[] | undefined) ?? [],

@@ -16,6 +16,7 @@ import type { HealthEvaluator, HealthReport } from "../health/evaluator.js";
 import type { CallRecord } from "../health/store.js";
 import type { Escalator } from "../notify/escalator.js";
 import type { BreakerRegistry, CircuitBreaker } from "../recovery/breaker.js";
+import { spreadWait } from "../recovery/backoff.js";
 import { RecoveryBudget } from "../recovery/budget.js";
 import type { IdempotencyLedger } from "../recovery/idempotency.js";
 import { STRATEGY_REGISTRY } from "../recovery/strategies/index.js";
@@ -98,6 +99,9 @@ export interface Engine {
   /** Delivers a finished recovery to listeners and the event log. */
   recordRecovery(event: RecoveryEvent): void;
 }
+
+/** How often a call waiting for a closed route looks again, ms. */
+const ROUTE_POLL_MS = 1_000;
 
 /** A tool wrapped by selfheal: same arguments, plus optional per-call options. */
 export interface WrappedTool<A, R> {
@@ -465,7 +469,9 @@ export function instrumentTool<A, R>(
         routed instanceof CircuitOpenError &&
         routed.retryAfterMs + MIN_ATTEMPT_MS <= c.deadlineAt - clock.now()
       ) {
-        await clock.sleep(routed.retryAfterMs, call.signal);
+        // Look again at least every second: a probe may close the breaker before its lease ends.
+        const wait = Math.min(ROUTE_POLL_MS, routed.retryAfterMs);
+        await clock.sleep(spreadWait(wait, options.recovery.random), call.signal);
         routed = route(clock.now());
       }
       let result: CallResult<R>;

@@ -1,6 +1,6 @@
 import type { Clock } from "../clock.js";
 import { withDeadline } from "../deadline.js";
-import type { BreakerRegistry } from "../recovery/breaker.js";
+import type { BreakerRegistry, CircuitBreaker } from "../recovery/breaker.js";
 import { describeThrown, redact } from "../telemetry/redact.js";
 import type { ResolvedRecovery } from "./options.js";
 
@@ -36,12 +36,12 @@ export function startWarmups(
             })
               .then(
                 () => {
-                  breakers.get(provider.name).record(clock.now(), true, false);
+                  recordWarmup(breakers.get(provider.name), clock.now(), true);
                   onResult(provider.name, true);
                 },
                 (error: unknown) => {
                   const message = redact(describeThrown(error));
-                  breakers.get(provider.name).record(clock.now(), false, false);
+                  recordWarmup(breakers.get(provider.name), clock.now(), false);
                   logger.warn(
                     `selfheal: warm-up of provider "${provider.name}" failed: ${message}`,
                   );
@@ -62,4 +62,10 @@ export function startWarmups(
     stopped = true;
     for (const cancel of cancels.values()) cancel();
   };
+}
+
+/** A warm-up's verdict: on a half-open breaker (no probe out) it is the probe. */
+function recordWarmup(breaker: CircuitBreaker, now: number, ok: boolean): void {
+  const probe = breaker.state(now) === "half_open" && breaker.admit(now) === "probe";
+  breaker.record(now, ok, probe);
 }

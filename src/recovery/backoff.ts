@@ -24,6 +24,17 @@ export const DEFAULT_BACKOFF: BackoffOptions = {
 export const MIN_RETRY_DELAY_MS = 100;
 
 /**
+ * Up to this share is added to a wait the server set (Retry-After, a route's cooldown), so the
+ * calls that waited together do not all come back in the same millisecond.
+ */
+export const SERVER_WAIT_JITTER = 0.1;
+
+/** A wait the server set, spread a little: never sooner, at most 10% later (whole ms). */
+export function spreadWait(ms: number, random: () => number): number {
+  return Math.round(ms * (1 + SERVER_WAIT_JITTER * random()));
+}
+
+/**
  * Delay before retry number `retry` (1 for the first retry), or undefined when the server asks
  * for a longer wait than `maxRetryAfterMs` (better to fail over than to sit out a long limit).
  */
@@ -36,8 +47,8 @@ export function retryDelay(
   if (retryAfterMs !== undefined) {
     return retryAfterMs > options.maxRetryAfterMs
       ? undefined
-      : Math.max(MIN_RETRY_DELAY_MS, retryAfterMs);
+      : Math.max(MIN_RETRY_DELAY_MS, spreadWait(retryAfterMs, random));
   }
   const delay = options.baseMs * options.factor ** (retry - 1);
-  return Math.max(MIN_RETRY_DELAY_MS, delay * (1 + options.jitter * random()));
+  return Math.max(MIN_RETRY_DELAY_MS, Math.round(delay * (1 + options.jitter * random())));
 }

@@ -135,7 +135,7 @@ export class CircuitBreaker {
     const { baseOpenMs, maxOpenMs, windowMs } = this.options;
     // A dependency that trips again soon after a probe closed it is still unwell: its open
     // period keeps growing. One that stayed closed for a window starts over (Envoy's decay).
-    if (now - this.closedAt >= windowMs) this.opens = 0;
+    if (!this.isOpen && now - this.closedAt >= windowMs) this.opens = 0;
     this.opens++;
     const period = Math.min(maxOpenMs, Math.max(atLeastMs, baseOpenMs * 2 ** (this.opens - 1)));
     this.isOpen = true;

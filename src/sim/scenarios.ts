@@ -10,11 +10,16 @@ export type Fault =
   /**
    * Throttling as servers do it: a call lands in a throttled period with chance `rate`; the
    * dependency then answers 429 to every call for `throttleSeconds` (with `Retry-After`: the
-   * seconds left, when `retryAfter`), and answers normally after it.
+   * seconds left, when `retryAfter`), and answers every call for as long again after it (the
+   * quota refilled) before the next period can start.
    */
   | { kind: "rate_limit"; rate: number; throttleSeconds: number; retryAfter: boolean }
   /** Errors with no status code, only a message (as some SDKs throw them). */
   | { kind: "worded"; rate: number; message: string }
+  /** 503 on every call. */
+  | { kind: "unavailable" }
+  /** 500 on the first `times` calls of the window, then fine. */
+  | { kind: "server_error"; times: number }
   /** 503 for `downMs`, then fine for `upMs`, over and over. */
   | { kind: "flap"; downMs: number; upMs: number }
   /** A 200 with an empty answer. */
@@ -189,6 +194,36 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
         fromMs: 10 * MIN,
         toMs: 30 * MIN,
         fault: { kind: "ghost_write", rate: 0.3, delayMs: 8_000 },
+      },
+    ],
+  },
+  blip: {
+    ...fleet,
+    name: "blip",
+    description:
+      "The primary LLM is down for 6 s (503) at minute 10, then fine: traffic should be back on it within seconds.",
+    seed: 6,
+    faults: [
+      {
+        dependency: "openai",
+        fromMs: 10 * MIN,
+        toMs: 10 * MIN + 6_000,
+        fault: { kind: "unavailable" },
+      },
+    ],
+  },
+  "single-route-500": {
+    ...fleet,
+    name: "single-route-500",
+    description:
+      "The payments API (one route, no alternative) answers one 500 at minute 10, then is fine: writes must go on.",
+    seed: 500,
+    faults: [
+      {
+        dependency: "payments",
+        fromMs: 10 * MIN,
+        toMs: 60 * MIN,
+        fault: { kind: "server_error", times: 1 },
       },
     ],
   },

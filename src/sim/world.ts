@@ -113,6 +113,8 @@ export function createWorld(
   /** Per dependency: the throttled period it is in, and whether its 429s say Retry-After. */
   const throttles = new Map<string, { untilMs: number; header: boolean }>();
   const requestsPerDependency: Record<string, number> = {};
+  /** Faults served per window, for those that hit only the first few calls. */
+  const served = new Map<FaultWindow, number>();
   const faultNow = (dependency: string) =>
     scenario.faults.find(
       (f) => f.dependency === dependency && elapsed() >= f.fromMs && elapsed() < f.toMs,
@@ -130,9 +132,14 @@ export function createWorld(
   ): { result: AttemptResult; throw?: Error; hang?: boolean; delayMs?: number; applied?: true } => {
     const f = window?.fault;
     const now = elapsed();
-    if (f?.kind === "rate_limit" && now >= (throttles.get(dep.name)?.untilMs ?? 0)) {
+    const periodMs = f?.kind === "rate_limit" ? f.throttleSeconds * 1000 : 0;
+    // A period over, the quota is refilled: calls pass for as long again before the next draw.
+    if (
+      f?.kind === "rate_limit" &&
+      now >= (throttles.get(dep.name)?.untilMs ?? -periodMs) + periodMs
+    ) {
       if (faultRandom() < f.rate)
-        throttles.set(dep.name, { untilMs: now + f.throttleSeconds * 1000, header: f.retryAfter });
+        throttles.set(dep.name, { untilMs: now + periodMs, header: f.retryAfter });
     }
     // A throttled period lasts its whole length, even past the fault window that started it.
     const throttle = throttles.get(dep.name);
@@ -156,6 +163,11 @@ export function createWorld(
       return { result: "empty" };
     } else if (f?.kind === "bad_request" && shareOf(`${dep.name}/${call}`) < f.share) {
       return { result: "bad_request", throw: thrownFault(f.fault) };
+    } else if (f?.kind === "unavailable") {
+      return { result: "unavailable", throw: thrownFault("http_503") };
+    } else if (f?.kind === "server_error" && window && (served.get(window) ?? 0) < f.times) {
+      served.set(window, (served.get(window) ?? 0) + 1);
+      return { result: "unavailable", throw: thrownFault("http_500") };
     } else if (f?.kind === "auth") {
       return { result: "auth", throw: thrownFault("auth") };
     } else if (f?.kind === "ghost_write" && faultRandom() < f.rate) {

@@ -43,7 +43,12 @@ beforeAll(async () => {
   const lookup = sh.tool("lookup", { readOnly: true }, () =>
     Promise.reject(new Error("flux capacitor <misaligned> for ops@example.com")),
   );
-  for (let i = 0; i < 2; i++) await lookup(undefined).catch(() => undefined);
+  for (let i = 0; i < 2; i++) {
+    await clock.run(
+      lookup(undefined).catch(() => undefined),
+      { stepMs: 500 },
+    );
+  }
   await sh.close();
   await writeFile(log, `${await readFile(log, "utf8")}not json at all\n`);
 });
@@ -63,8 +68,11 @@ describe("selfheal report (built CLI)", () => {
     expect(out.stdout).toMatch(/RATE_LIMIT\s+3\s+60\.0%/);
     expect(out.stdout).toMatch(/lookup\s+2\s+2\s+100\.0%/);
     expect(out.stdout).toContain("flux capacitor <misaligned> for [REDACTED_EMAIL]");
-    expect(out.stdout).toMatch(/exponential_backoff_with_jitter\s+3\s+3\s+100\.0%/);
-    expect(out.stdout).toMatch(/MTTR \(recovered calls, 3\): p50 1\.0 s/);
+    // Each 429 (no Retry-After) waits out the route's 5 s cooldown, then one retry answers;
+    // the UNKNOWN lookups get their one retry too, which fails.
+    expect(out.stdout).toMatch(/retry_once\s+5\s+3\s+60\.0%/);
+    expect(out.stdout).toContain("Outcomes: recovered 3, failed 2");
+    expect(out.stdout).toMatch(/MTTR \(recovered calls, 3\): p50 5\.\d s/);
   });
 
   it.each([

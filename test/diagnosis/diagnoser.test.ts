@@ -286,26 +286,44 @@ describe("default rules", () => {
     );
   });
 
-  it("is deterministic and carries the pattern's chain and cooldown", async () => {
+  it("is deterministic and carries the pattern's chain, cooldown and evidence", async () => {
     const error = thrownFault("http_503");
     const [a, b] = await Promise.all([diagnose(error), diagnose(error)]);
     expect(a).toEqual(b);
     expect(a).toMatchObject({
       strategies: [
+        "retry_once",
         "failover_to_secondary",
         "circuit_break",
         "degrade_to_readonly",
         "escalate_to_human",
       ],
-      cooldownMs: 15 * 60_000,
+      cooldownMs: 0, // only throttling keeps other calls away
+      evidence: "structured",
       status: 503,
     });
+    expect(await diagnose(thrownFault("rate_limit"))).toMatchObject({
+      pattern: "RATE_LIMIT",
+      strategies: [
+        "retry_once",
+        "failover_to_secondary",
+        "exponential_backoff_with_jitter",
+        "escalate_to_human",
+      ],
+      cooldownMs: 5_000,
+    });
     expect((await diagnose(new APIConnectionTimeoutError())).strategies).toEqual([
-      { strategy: "retry_with_longer_timeout", attempts: 2 },
       "failover_to_secondary",
+      { strategy: "retry_with_longer_timeout", attempts: 1 },
       "circuit_break",
       "escalate_to_human",
     ]);
+    expect(await diagnose(new Error("the flux capacitor is misaligned"))).toMatchObject({
+      pattern: "UNKNOWN",
+      strategies: ["retry_once", "failover_to_secondary"],
+      cooldownMs: 0,
+      evidence: "none",
+    });
   });
 
   it("keeps Retry-After (seconds, HTTP date, retry-after-ms) for the backoff", async () => {
@@ -482,7 +500,7 @@ describe("through the wrapper", () => {
     });
   });
 
-  it("the diagnosis span carries the HTTP status and Retry-After", async () => {
+  it("the diagnosis span carries the HTTP status, Retry-After, the pattern's cooldown and first step", async () => {
     const otel = recordingProvider();
     const { sh: s } = virtualInstance({ tracerProvider: otel.provider });
     const t = s.tool("pay", { readOnly: true }, () => {
@@ -495,9 +513,9 @@ describe("through the wrapper", () => {
       "selfheal.diagnosis.pattern": "RATE_LIMIT",
       "selfheal.diagnosis.confidence": 0.95,
       "selfheal.diagnosis.rule": "http-429",
-      "selfheal.diagnosis.cooldown_ms": 60_000,
+      "selfheal.diagnosis.cooldown_ms": 5_000,
       "selfheal.diagnosis.retry_after_ms": 3_000,
-      "selfheal.recovery.strategy": "exponential_backoff_with_jitter",
+      "selfheal.recovery.strategy": "retry_once",
       "http.response.status_code": 429,
     });
   });

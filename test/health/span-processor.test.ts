@@ -4,7 +4,7 @@ import { recordingProvider } from "../helpers/otel.js";
 import { virtualInstance } from "../helpers/engine.js";
 
 describe("HealthSpanProcessor", () => {
-  it("feeds health from foreign GenAI execute_tool and chat spans, and skips selfheal's own", async () => {
+  it("feeds per-tool health from foreign GenAI execute_tool and chat spans, and skips selfheal's own; status() lists foreign and wrapped tools", async () => {
     const { sh, clock } = virtualInstance();
     const otel = recordingProvider([sh.spanProcessor()]);
     const tracer = otel.provider.getTracer("ai-sdk");
@@ -47,6 +47,13 @@ describe("HealthSpanProcessor", () => {
       value: 0.25,
       status: "critical",
     });
-    expect(Object.keys(report.tools).sort()).toEqual(["chat gpt-4o", "weather"]);
+    // The tool wrapped here is listed (with its circuit) but has no calls: the other instance's
+    // span of a tool with the same name was counted by that instance only.
+    expect(report.tools.own).toEqual({
+      status: "healthy",
+      signals: [],
+      circuits: { own: "closed" },
+    });
+    expect(Object.keys(report.tools).sort()).toEqual(["chat gpt-4o", "own", "weather"]);
   });
 });

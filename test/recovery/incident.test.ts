@@ -161,11 +161,15 @@ describe("the incident: primary LLM provider at 60% timeouts for 47 minutes", ()
     expect(halfOpen.filter((p) => p.openai !== 1)).toEqual([]);
     expect(halfOpen.filter((p) => p.others < 3)).toEqual([]);
     expect(burstOutcomes.filter((o) => o !== "answer to burst ticket")).toEqual([]);
-    // The secondary carried the outage; the primary is back at the end.
+    // The secondary carried the outage (each probe that closed the breaker let a few calls try
+    // the sick primary before it tripped again, for longer each time); the primary is back at the end.
     const during = answeredBy.filter((a) => a.minute > 5 && a.minute < 45);
     expect(during.filter((a) => a.provider === "anthropic").length / during.length).toBeGreaterThan(
-      0.9,
+      0.8,
     );
+    const opens = breaker.filter((b) => b.state === "open").map((b) => b.minute);
+    const gaps = opens.slice(1).map((m, i) => m - (opens[i] ?? 0));
+    expect(Math.max(...gaps)).toBeGreaterThan(4); // grown from 5 s towards the 5 min cap
     const after = answeredBy.filter((a) => a.minute > 52);
     expect(after.length).toBeGreaterThan(20);
     expect(after.every((a) => a.provider === "openai")).toBe(true);
@@ -186,7 +190,7 @@ describe("the incident: primary LLM provider at 60% timeouts for 47 minutes", ()
     expect(breaker[0]?.minute).toBeLessThan(5);
     const last = breaker.slice(-2);
     expect(last.map((b) => b.state)).toEqual(["half_open", "closed"]);
-    expect(last[0]?.minute).toBeGreaterThan(47);
+    expect(last[0]?.minute).toBeGreaterThan(40); // a probe can pass on a 40%-healthy primary
     // One probe per half-open period: every half_open is followed by open or closed.
     breaker.forEach((b, i) => {
       if (b.state === "half_open") expect(["open", "closed"]).toContain(breaker[i + 1]?.state);

@@ -82,6 +82,24 @@ describe("the simulated world: faults with real semantics", () => {
     });
   });
 
+  it("after a throttled period the quota is refilled: calls pass for as long again", async () => {
+    const w = worldWith({ kind: "rate_limit", rate: 1, throttleSeconds: 15, retryAfter: true });
+    const at = async (ms: number) => {
+      await w.world.clock.advance(ms - w.world.elapsed());
+      w.begin(`o${ms}`);
+      const out = w.world.behave({ dep: payments, call: `o${ms}`, signal: undefined }).then(
+        () => "ok",
+        (error: unknown) => `${(error as { status: number }).status}`,
+      );
+      await w.world.clock.advance(500);
+      return out;
+    };
+    expect(await at(0)).toBe("429");
+    expect(await at(15_000)).toBe("ok");
+    expect(await at(29_000)).toBe("ok");
+    expect(await at(30_000)).toBe("429"); // rate 1: the next period starts at once
+  });
+
   it("without Retry-After the 429 carries no header but the period is the same", async () => {
     const w = worldWith({ kind: "rate_limit", rate: 1, throttleSeconds: 15, retryAfter: false });
     w.begin("o");

@@ -1,4 +1,4 @@
-import { retryDelay } from "../backoff.js";
+import { MIN_RETRY_DELAY_MS, retryDelay, spreadWait } from "../backoff.js";
 import { NEXT, type Strategy } from "../strategy.js";
 
 /**
@@ -14,10 +14,20 @@ export const exponentialBackoff: Strategy = {
   async run(run, attempts) {
     const { backoff } = run.settings;
     const provider = run.last.provider;
-    for (let retry = 1; retry <= (attempts ?? backoff.maxAttempts); retry++) {
-      const delay = retryDelay(retry, run.last.diagnosis.retryAfterMs, backoff, () => run.random());
-      if (delay === undefined) return NEXT;
-      const wait = Math.max(delay, run.routeReadyInMs(provider));
+    const random = () => run.random();
+    let refused = false;
+    for (let retry = 1; retry <= (attempts ?? backoff.maxAttempts);) {
+      const ready = spreadWait(run.routeReadyInMs(provider), random);
+      let wait: number;
+      if (refused) {
+        // Refused while we waited (another call's 429 extended the route's cooldown): nothing
+        // was sent, so the retry is not spent; wait for the route again, if that is in time.
+        wait = Math.max(MIN_RETRY_DELAY_MS, ready);
+      } else {
+        const delay = retryDelay(retry, run.last.diagnosis.retryAfterMs, backoff, random);
+        if (delay === undefined) return NEXT;
+        wait = Math.max(delay, ready);
+      }
       if (!run.canAttempt(provider, wait)) return NEXT;
       await run.sleep(wait);
       const out = await run.attempt({
@@ -28,7 +38,8 @@ export const exponentialBackoff: Strategy = {
       });
       if (out.ok)
         return { kind: "recovered", value: out.value, provider: out.provider, fallback: false };
-      if (out.rejected) return NEXT;
+      refused = out.rejected;
+      if (!refused) retry++;
     }
     return NEXT;
   },

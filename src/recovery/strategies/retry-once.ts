@@ -1,12 +1,17 @@
+import { MIN_RETRY_DELAY_MS, spreadWait } from "../backoff.js";
 import { NEXT, type Strategy } from "../strategy.js";
 
 /** The quick retry's wait: 250-500 ms (jittered), or the server's Retry-After. */
 const QUICK_RETRY_MS = 250;
+/** Where another route exists, a retry that must wait longer than this gives way to failover. */
+const QUICK_RETRY_MAX_MS = 1_000;
 
 /**
- * One quick, jittered retry on the same route: a one-off 5xx or an unknown error often passes
- * on the second try. Skipped when the route is known to be down (its status page, or repeated
- * failures), and when the attempt could not be sent in time.
+ * One quick, jittered retry on the same route: a one-off 5xx, a throttle with a short
+ * Retry-After or an unknown error often passes on the second try. Skipped when the route is
+ * known to be down (its status page, or repeated failures), when the attempt could not be sent
+ * in time, and, where another route exists, when it would have to wait more than a second:
+ * another route beats a longer wait.
  */
 export const retryOnce: Strategy = {
   name: "retry_once",
@@ -22,10 +27,13 @@ export const retryOnce: Strategy = {
     const { maxRetryAfterMs } = run.settings.backoff;
     const retryAfter = run.last.diagnosis.retryAfterMs;
     if (retryAfter !== undefined && retryAfter > maxRetryAfterMs) return NEXT;
+    const random = () => run.random();
     const wait = Math.max(
-      retryAfter ?? QUICK_RETRY_MS * (1 + run.random()),
-      run.routeReadyInMs(provider),
+      MIN_RETRY_DELAY_MS,
+      retryAfter === undefined ? QUICK_RETRY_MS * (1 + random()) : spreadWait(retryAfter, random),
+      spreadWait(run.routeReadyInMs(provider), random),
     );
+    if (run.providers.length > 1 && wait > QUICK_RETRY_MAX_MS) return NEXT;
     if (!run.canAttempt(provider, wait)) return NEXT;
     await run.sleep(wait);
     const out = await run.attempt({
