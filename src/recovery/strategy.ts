@@ -106,3 +106,24 @@ export class BudgetStop extends Error {
 }
 
 export const NEXT: StepResult = { kind: "next" };
+
+/** The step result of an attempt that answered. */
+export function answered(out: Extract<AttemptOutcome, { ok: true }>): StepResult {
+  return { kind: "recovered", value: out.value, provider: out.provider, fallback: false };
+}
+
+/**
+ * Sends the call again on the last failure's route after `waitMs`, if the attempt could be sent
+ * then (check before waiting); undefined, with no time spent, when it could not.
+ */
+export async function retryLastRoute(
+  run: RecoveryRun,
+  strategy: StrategyName,
+  waitMs: number,
+  timeoutMs = run.last.timeoutMs,
+): Promise<AttemptOutcome | undefined> {
+  const provider = run.last.provider;
+  if (!run.canAttempt(provider, waitMs)) return undefined;
+  if (waitMs > 0) await run.sleep(waitMs);
+  return run.attempt({ strategy, provider, timeoutMs, waitMs });
+}

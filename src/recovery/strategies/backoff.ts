@@ -1,5 +1,5 @@
 import { MIN_RETRY_DELAY_MS, retryDelay, spreadWait } from "../backoff.js";
-import { NEXT, type Strategy } from "../strategy.js";
+import { answered, NEXT, retryLastRoute, type Strategy } from "../strategy.js";
 
 /**
  * Retries the same route after 1, 2, 4, 8, 16 s (+ up to 30% jitter); Retry-After wins, and so
@@ -28,16 +28,9 @@ export const exponentialBackoff: Strategy = {
         if (delay === undefined) return NEXT;
         wait = Math.max(delay, ready);
       }
-      if (!run.canAttempt(provider, wait)) return NEXT;
-      await run.sleep(wait);
-      const out = await run.attempt({
-        strategy: this.name,
-        provider,
-        timeoutMs: run.last.timeoutMs,
-        waitMs: wait,
-      });
-      if (out.ok)
-        return { kind: "recovered", value: out.value, provider: out.provider, fallback: false };
+      const out = await retryLastRoute(run, this.name, wait);
+      if (!out) return NEXT;
+      if (out.ok) return answered(out);
       refused = out.rejected;
       if (!refused) retry++;
     }

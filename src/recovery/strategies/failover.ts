@@ -1,4 +1,4 @@
-import { NEXT, type Strategy } from "../strategy.js";
+import { answered, NEXT, type Strategy } from "../strategy.js";
 
 /**
  * Sends the call to the next provider that has not failed it and whose breaker admits it, in the
@@ -20,8 +20,7 @@ export const failover: Strategy = {
         timeoutMs: run.last.timeoutMs,
         waitMs: 0,
       });
-      if (out.ok)
-        return { kind: "recovered", value: out.value, provider: out.provider, fallback: false };
+      if (out.ok) return answered(out);
     }
     return NEXT;
   },

@@ -1,4 +1,4 @@
-import { NEXT, type Strategy } from "../strategy.js";
+import { answered, NEXT, retryLastRoute, type Strategy } from "../strategy.js";
 
 /**
  * Retries the same route with twice the time (within the call's deadline), up to 3 times; each
@@ -16,15 +16,9 @@ export const longerTimeout: Strategy = {
     let timeoutMs = run.last.timeoutMs ?? run.settings.baseTimeoutMs;
     for (let i = 0; i < (attempts ?? run.settings.maxTimeoutDoublings); i++) {
       timeoutMs *= 2;
-      if (!run.canAttempt(run.last.provider, 0)) return NEXT;
-      const out = await run.attempt({
-        strategy: this.name,
-        provider: run.last.provider,
-        timeoutMs,
-        waitMs: 0,
-      });
-      if (out.ok)
-        return { kind: "recovered", value: out.value, provider: out.provider, fallback: false };
+      const out = await retryLastRoute(run, this.name, 0, timeoutMs);
+      if (!out) return NEXT;
+      if (out.ok) return answered(out);
       if (out.rejected) return NEXT;
     }
     return NEXT;

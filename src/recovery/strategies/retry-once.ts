@@ -1,5 +1,5 @@
 import { MIN_RETRY_DELAY_MS, spreadWait } from "../backoff.js";
-import { NEXT, type Strategy } from "../strategy.js";
+import { answered, NEXT, retryLastRoute, type Strategy } from "../strategy.js";
 
 /** The quick retry's wait: 250-500 ms (jittered), or the server's Retry-After. */
 const QUICK_RETRY_MS = 250;
@@ -34,16 +34,7 @@ export const retryOnce: Strategy = {
       spreadWait(run.routeReadyInMs(provider), random),
     );
     if (run.providers.length > 1 && wait > QUICK_RETRY_MAX_MS) return NEXT;
-    if (!run.canAttempt(provider, wait)) return NEXT;
-    await run.sleep(wait);
-    const out = await run.attempt({
-      strategy: this.name,
-      provider,
-      timeoutMs: run.last.timeoutMs,
-      waitMs: wait,
-    });
-    return out.ok
-      ? { kind: "recovered", value: out.value, provider: out.provider, fallback: false }
-      : NEXT;
+    const out = await retryLastRoute(run, this.name, wait);
+    return out?.ok ? answered(out) : NEXT;
   },
 };
