@@ -152,7 +152,7 @@ async function batch(
   return { spendByTask, outcomes: events.map((e) => e.outcome) };
 }
 
-describe("property: writes under 10,000 seeded fault sequences against a real payment server", () => {
+describe(`property: writes under ${SEQUENCES} seeded fault sequences against a real payment server`, () => {
   it("never charges twice, and recovery never spends past the budget", async () => {
     const outcomes = new Map<string, number>();
     let maxSpend = 0;
@@ -178,10 +178,11 @@ describe("property: writes under 10,000 seeded fault sequences against a real pa
     // The sequences reached every corner: recoveries, failures, budget stops, keyless writes.
     // (A 429 cools the shared route for every sequence in flight, so many wait out their
     // deadline and escalate rather than retry: throttling is the route's, not the request's.)
-    expect(outcomes.get("recovered")).toBeGreaterThan(500);
+    // (Shares of the sequences, so a shorter run, `SEQ=1000` under mutation testing, holds too.)
+    expect(outcomes.get("recovered")).toBeGreaterThan(SEQUENCES * 0.05);
     expect(outcomes.get("budget_exhausted")).toBeGreaterThan(0);
-    expect(outcomes.get("escalated")).toBeGreaterThan(100);
-    expect(keyless).toBeGreaterThan(2_000);
+    expect(outcomes.get("escalated")).toBeGreaterThan(SEQUENCES * 0.01);
+    expect(keyless).toBeGreaterThan(SEQUENCES * 0.2);
     expect(requests).toBeGreaterThan(SEQUENCES);
   }, 60_000);
 });
