@@ -9,6 +9,21 @@ export const MIN_ACTIONABLE_CONFIDENCE = 0.5;
 
 export type Evidence = "structured" | "wording" | "none";
 
+/**
+ * Patterns where the route answered: it refused the request for what it is (4xx) or asked to
+ * slow down (throttling is not an outage). They say nothing about the route's health.
+ */
+export const ROUTE_ANSWERED: ReadonlySet<Pattern> = new Set([
+  "RATE_LIMIT",
+  "BAD_REQUEST",
+  "CONTEXT_LENGTH",
+  "CONTENT_POLICY",
+]);
+
+/** Whether a diagnosis is evidence that its route is unwell (what breakers may act on). */
+export const isRouteFault = (d: Diagnosis): boolean =>
+  d.evidence === "structured" && !ROUTE_ANSWERED.has(d.pattern);
+
 /** What went wrong, and what to do about it. Deterministic: the same error gives the same answer. */
 export interface Diagnosis {
   pattern: Pattern;

@@ -1,17 +1,5 @@
-import type { Diagnosis } from "../diagnosis/diagnoser.js";
+import { isRouteFault, ROUTE_ANSWERED, type Diagnosis } from "../diagnosis/diagnoser.js";
 import type { CircuitBreaker } from "../recovery/breaker.js";
-import type { Pattern } from "../telemetry/conventions.js";
-
-/**
- * Failures that say nothing about a route's health: the request was refused for what it is
- * (4xx), or the route asked to slow down (throttling is not an outage).
- */
-const NOT_ROUTE_FAILURES: ReadonlySet<Pattern> = new Set([
-  "RATE_LIMIT",
-  "BAD_REQUEST",
-  "CONTEXT_LENGTH",
-  "CONTENT_POLICY",
-]);
 
 /**
  * Tells a route's breaker how an attempt went. Only a failure with structured evidence that the
@@ -30,8 +18,8 @@ export function recordOnRoute(
     return;
   }
   const structured = diagnosis.evidence === "structured";
-  const answered = NOT_ROUTE_FAILURES.has(diagnosis.pattern);
-  if (structured && !answered) breaker.record(now, false, probe);
+  const answered = ROUTE_ANSWERED.has(diagnosis.pattern);
+  if (isRouteFault(diagnosis)) breaker.record(now, false, probe);
   else if (probe && answered) breaker.record(now, true, probe);
   else if (probe) breaker.record(now, false, probe); // a probe that learnt nothing: keep away
   const coolMs = diagnosis.retryAfterMs ?? diagnosis.cooldownMs;

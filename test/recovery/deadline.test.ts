@@ -5,6 +5,7 @@ import {
   isSelfHealConfigError,
   type CallContext,
   type CircuitOpenError,
+  type RecoveryEvent,
   type RecoveryOptions,
   type SelfHealingOptions,
 } from "../../src/index.js";
@@ -32,6 +33,13 @@ function setup(recovery: RecoveryOptions = {}, options: Partial<SelfHealingOptio
   const circuits: string[] = [];
   vi.sh.on("circuit-change", (e) => circuits.push(`${e.dependency} ${e.state}`));
   return { ...vi, alerts, circuits };
+}
+
+function setupWithEvents(recovery: RecoveryOptions = {}) {
+  const vi = setup(recovery);
+  const events: RecoveryEvent[] = [];
+  vi.sh.on("recovery", (e) => events.push(e));
+  return { ...vi, events };
 }
 
 /** Never answers; fails only when its signal aborts (a provider that accepted and went silent). */
@@ -341,6 +349,24 @@ describe("evidence tiers: wording alone never acts beyond the call", () => {
     await timed(clock, () => t("x"));
     expect(circuits).toContain("search open");
     expect(alerts).toHaveLength(1);
+  });
+});
+
+describe("a refused request says the route is up", () => {
+  it("circuit_break after a 4xx or a 429 opens nothing: the step is skipped", async () => {
+    const { sh, clock, circuits, events } = setupWithEvents({
+      plans: { CONTENT_POLICY: ["circuit_break"], RATE_LIMIT: ["circuit_break"] },
+    });
+    const t = sh.tool("complete", { readOnly: true }, (kind: "content_policy" | "rate_limit") => {
+      throw thrownFault(kind);
+    });
+    await timed(clock, () => t("content_policy"));
+    await timed(clock, () => t("rate_limit"));
+    expect(circuits).toEqual([]);
+    expect(events.map((e) => e.steps)).toEqual([
+      [{ strategy: "circuit_break", skipped: "CONTENT_POLICY says the route is up" }],
+      [{ strategy: "circuit_break", skipped: "RATE_LIMIT says the route is up" }],
+    ]);
   });
 });
 

@@ -1,3 +1,4 @@
+import { isRouteFault } from "../../diagnosis/diagnoser.js";
 import { NEXT, type Strategy } from "../strategy.js";
 
 /**
@@ -11,6 +12,11 @@ export const circuitBreak: Strategy = {
   reexecutes: false,
   sameRoute: false,
   shared: true,
+  // A route that refused the request (4xx) or throttled it is up: nothing to open.
+  inapplicable: (run) =>
+    isRouteFault(run.last.diagnosis)
+      ? undefined
+      : `${run.last.diagnosis.pattern} says the route is up`,
   async run(run) {
     run.openCircuit();
     const fallback = await run.fallback();

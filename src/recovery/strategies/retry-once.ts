@@ -18,22 +18,23 @@ export const retryOnce: Strategy = {
   reexecutes: true,
   sameRoute: true,
   shared: false,
-  inapplicable: (run) =>
-    run.routeDown(run.last.provider)
-      ? "the route is down (status page or repeated failures)"
-      : undefined,
-  async run(run) {
+  inapplicable(run) {
     const provider = run.last.provider;
-    const { maxRetryAfterMs } = run.settings.backoff;
-    const retryAfter = run.last.diagnosis.retryAfterMs;
-    if (retryAfter !== undefined && retryAfter > maxRetryAfterMs) return NEXT;
+    if (run.routeDown(provider)) return "the route is down (status page or repeated failures)";
+    const serverWait = Math.max(run.last.diagnosis.retryAfterMs ?? 0, run.routeReadyInMs(provider));
+    if (serverWait > run.settings.backoff.maxRetryAfterMs) return "Retry-After beyond the cap";
+    if (run.providers.length > 1 && serverWait > QUICK_RETRY_MAX_MS)
+      return "another route beats a longer wait";
+    return undefined;
+  },
+  async run(run) {
     const random = () => run.random();
+    const retryAfter = run.last.diagnosis.retryAfterMs;
     const wait = Math.max(
       MIN_RETRY_DELAY_MS,
       retryAfter === undefined ? QUICK_RETRY_MS * (1 + random()) : spreadWait(retryAfter, random),
-      spreadWait(run.routeReadyInMs(provider), random),
+      spreadWait(run.routeReadyInMs(run.last.provider), random),
     );
-    if (run.providers.length > 1 && wait > QUICK_RETRY_MAX_MS) return NEXT;
     const out = await retryLastRoute(run, this.name, wait);
     return out?.ok ? answered(out) : NEXT;
   },
