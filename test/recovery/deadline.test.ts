@@ -341,6 +341,25 @@ describe("evidence tiers: wording alone never acts beyond the call", () => {
     expect((await sh.status()).readOnly).toBe(false);
   });
 
+  it('"the overloaded backpack": one product name in an error switches nothing off', async () => {
+    const { sh, clock, circuits, alerts } = setup();
+    const statuses: string[] = [];
+    sh.on("status-change", (e) => statuses.push(`${e.tool ?? "agent"} ${e.to}`));
+    const lookup = sh.tool("lookup_product", { readOnly: true }, (name: string) => {
+      throw new Error(`Unknown product: "${name}"`);
+    });
+    const before = await sh.status();
+    const out = await timed(clock, () => lookup("the overloaded backpack"));
+    expect(out).toMatchObject({ error: { message: 'Unknown product: "the overloaded backpack"' } });
+    expect(circuits).toEqual([]); // no breaker
+    expect(alerts).toEqual([]); // no page
+    const after = await sh.status();
+    expect(after.readOnly).toBe(false); // no read-only mode
+    expect(after.circuits).toEqual({});
+    expect(after.status).toBe(before.status); // status unchanged
+    expect(statuses).toEqual([]);
+  });
+
   it("the same outage with a status code does: the breaker opens and a person is paged", async () => {
     const { sh, clock, circuits, alerts } = setup();
     const t = sh.tool("search", { readOnly: true }, () => {
