@@ -26,7 +26,8 @@ import {
 import type { RecoveryBudget } from "../recovery/budget.js";
 import { runOnce, type CallBase, type ToolRuntime } from "./attempt.js";
 import { recordOnRoute } from "./route-outcome.js";
-import { probeTimeout, type Engine } from "./tool.js";
+import type { ResolvedOptions } from "./options.js";
+import type { Engine } from "./tool.js";
 
 /** An attempt is not started with less time than this left before the call's deadline, ms. */
 export const MIN_ATTEMPT_MS = 100;
@@ -361,4 +362,10 @@ export async function recoverCall<A, R>(
     failedAttempts: state.attempts - (answered ? 1 : 0),
     failedRoutes: state.failedRoutes,
   };
+}
+
+/** The timeout of a half-open probe: the attempt's, bounded by the breaker's probe timeout. */
+export function probeTimeout(timeoutMs: number | undefined, options: ResolvedOptions): number {
+  const bound = options.recovery.breaker.probeTimeoutMs;
+  return Math.min(timeoutMs ?? bound, bound);
 }

@@ -65,7 +65,13 @@ import {
   type ToolFunction,
   type ToolOptions,
 } from "./options.js";
-import { dependencyOf, MIN_ATTEMPT_MS, recoverCall, type RecoveryEvent } from "./recovery-step.js";
+import {
+  dependencyOf,
+  MIN_ATTEMPT_MS,
+  probeTimeout,
+  recoverCall,
+  type RecoveryEvent,
+} from "./recovery-step.js";
 import { recordOnRoute } from "./route-outcome.js";
 
 /** The task a call runs in, carried through async calls. */
@@ -580,10 +586,4 @@ function warnOnce(engine: Engine, tool: string): void {
       `Add idempotencyKey: (args) => args.orderId (a key unique per logical write) to its options, ` +
       `or pass { idempotencyKey } per call, so a retry can never write twice.`,
   );
-}
-
-/** The timeout of a half-open probe: the attempt's, bounded by the breaker's probe timeout. */
-export function probeTimeout(timeoutMs: number | undefined, options: ResolvedOptions): number {
-  const bound = options.recovery.breaker.probeTimeoutMs;
-  return Math.min(timeoutMs ?? bound, bound);
 }
