@@ -42,6 +42,20 @@ function setupWithEvents(recovery: RecoveryOptions = {}) {
   return { ...vi, events };
 }
 
+/** A tool with the two LLM routes that notes the route of every attempt. */
+function twoRoutes<R>(sh: ReturnType<typeof setup>["sh"], attempt: (ctx: CallContext) => R) {
+  const tried: (string | undefined)[] = [];
+  const t = sh.tool(
+    "complete",
+    { readOnly: true, providers: ["openai", "anthropic"] },
+    (_: string, ctx) => {
+      tried.push(ctx.provider);
+      return attempt(ctx);
+    },
+  );
+  return { t, tried };
+}
+
 /** Never answers; fails only when its signal aborts (a provider that accepted and went silent). */
 const hang = (ctx: CallContext) =>
   new Promise<never>((_resolve, reject) => {
@@ -167,16 +181,10 @@ describe("check before waiting", () => {
 describe("which route, and when", () => {
   it("a one-off 500 gets one quick retry on the same route, not a failover", async () => {
     const { sh, clock } = setup();
-    const tried: (string | undefined)[] = [];
-    const t = sh.tool(
-      "complete",
-      { readOnly: true, providers: ["openai", "anthropic"] },
-      (_: string, ctx) => {
-        tried.push(ctx.provider);
-        if (tried.length === 1) throw thrownFault("http_500");
-        return `from ${ctx.provider ?? "?"}`;
-      },
-    );
+    const { t, tried } = twoRoutes(sh, (ctx) => {
+      if (tried.length === 1) throw thrownFault("http_500");
+      return `from ${ctx.provider ?? "?"}`;
+    });
     const out = await timed(clock, () => t.detailed("hi"));
     expect(out).toMatchObject({ value: { value: "from openai", provider: "openai", attempts: 2 } });
     expect(out.ms).toBeGreaterThanOrEqual(250);
@@ -186,16 +194,10 @@ describe("which route, and when", () => {
 
   it("repeated 5xx on a route: no quick retry, straight to the next route", async () => {
     const { sh, clock } = setup();
-    const tried: (string | undefined)[] = [];
-    const t = sh.tool(
-      "complete",
-      { readOnly: true, providers: ["openai", "anthropic"] },
-      (_: string, ctx) => {
-        tried.push(ctx.provider);
-        if (ctx.provider === "openai") throw thrownFault("http_503");
-        return "ok";
-      },
-    );
+    const { t, tried } = twoRoutes(sh, (ctx) => {
+      if (ctx.provider === "openai") throw thrownFault("http_503");
+      return "ok";
+    });
     await timed(clock, () => t("first")); // openai, openai (quick retry), anthropic
     tried.length = 0;
     await timed(clock, () => t("second"));
@@ -204,16 +206,10 @@ describe("which route, and when", () => {
 
   it("a 429 with Retry-After routes other calls around the route for that long, opens no breaker", async () => {
     const { sh, clock, circuits } = setup();
-    const tried: (string | undefined)[] = [];
-    const t = sh.tool(
-      "complete",
-      { readOnly: true, providers: ["openai", "anthropic"] },
-      (_: string, ctx) => {
-        tried.push(ctx.provider);
-        if (tried.length === 1) throw thrownFault("rate_limit", { retryAfterSeconds: 3 });
-        return ctx.provider;
-      },
-    );
+    const { t, tried } = twoRoutes(sh, (ctx) => {
+      if (tried.length === 1) throw thrownFault("rate_limit", { retryAfterSeconds: 3 });
+      return ctx.provider;
+    });
     expect(await timed(clock, () => t("a"))).toMatchObject({ value: "anthropic", ms: 0 });
     expect(tried).toEqual(["openai", "anthropic"]); // a 3 s wait loses to another route
     expect(await timed(clock, () => t("b"))).toMatchObject({ value: "anthropic" });
@@ -287,16 +283,10 @@ describe("UNKNOWN errors", () => {
 
   it("a read gets one retry by default, then the next provider", async () => {
     const { sh, clock } = setup();
-    const tried: (string | undefined)[] = [];
-    const t = sh.tool(
-      "complete",
-      { readOnly: true, providers: ["openai", "anthropic"] },
-      (_: string, ctx) => {
-        tried.push(ctx.provider);
-        if (ctx.provider === "openai") throw unknown();
-        return "ok";
-      },
-    );
+    const { t, tried } = twoRoutes(sh, (ctx) => {
+      if (ctx.provider === "openai") throw unknown();
+      return "ok";
+    });
     expect(await timed(clock, () => t("x"))).toMatchObject({ value: "ok" });
     expect(tried).toEqual(["openai", "openai", "anthropic"]);
     expect(sh.unknownSamples("complete").length).toBeGreaterThan(0); // still counted for drift
