@@ -1,12 +1,21 @@
 /**
  * Cost of one diagnosis, side by side in one process: the common path (a 429 from the OpenAI
- * SDK), a 503, an error that walks the whole table to UNKNOWN, and a 1 MB hostile message.
+ * SDK), a 503, an error that walks the whole table to UNKNOWN, and a 1 MB hostile message; then
+ * every error of the real-SDK corpus (test/diagnosis/sdk-corpus.ts: the OpenAI, Anthropic and
+ * Google SDKs, fetch and axios against a local server), each timed alone, the median case kept.
  * Compare ratios between versions, not absolute numbers.
  *
  * Run: npm run bench:diagnosis   (writes bench/results/diagnosis.json)
  */
 import { createSelfHealing } from "../dist/index.js";
 import { thrownFault } from "../dist/testing/index.js";
+import {
+  CORPUS,
+  dnsFailsFast,
+  startCorpusServer,
+  thrownBy,
+  type CorpusCase,
+} from "../test/diagnosis/sdk-corpus.js";
 import { measure, report } from "./harness.js";
 
 const BATCH = 100;
@@ -42,11 +51,66 @@ const rows = Object.entries(us).map(([name, value]) => ({
   "µs/diagnosis": +value.toFixed(2),
   "x 429": +(value / common).toFixed(2),
 }));
+
+// ---- the real-SDK corpus: each error timed alone (median of 5 runs of 1,000 diagnoses) ----
+
+const server = await startCorpusServer();
+const dnsFast = await dnsFailsFast();
+const corpus: { c: CorpusCase; error: unknown }[] = [];
+for (const c of CORPUS) {
+  if (c.fault === "dns" && !dnsFast) continue;
+  corpus.push({ c, error: await thrownBy(c, server) });
+}
+await server.close();
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+async function timeOne(error: unknown): Promise<number> {
+  const runs: number[] = [];
+  for (let run = 0; run < 5; run++) {
+    const started = performance.now();
+    for (let i = 0; i < 1_000; i++) await sh.diagnose(error, { tool: "t" });
+    runs.push(((performance.now() - started) * 1000) / 1_000);
+  }
+  return median(runs);
+}
+for (const { error } of corpus) await timeOne(error); // warm-up
+const timed: { id: string; client: string; us: number }[] = [];
+for (const { c, error } of corpus)
+  timed.push({ id: c.id, client: c.client, us: await timeOne(error) });
+timed.sort((a, b) => a.us - b.us);
+const corpusMedian = median(timed.map((t) => t.us));
+const slowest = timed.at(-1);
+const perClient = Object.fromEntries(
+  [...new Set(timed.map((t) => t.client))].map((client) => [
+    client,
+    +median(timed.filter((t) => t.client === client).map((t) => t.us)).toFixed(2),
+  ]),
+);
+rows.push(
+  {
+    case: `corpus median case (${timed.length} real SDK errors)`,
+    "µs/diagnosis": +corpusMedian.toFixed(2),
+    "x 429": +(corpusMedian / common).toFixed(2),
+  },
+  {
+    case: `corpus slowest: ${slowest?.id ?? "-"}`,
+    "µs/diagnosis": +(slowest?.us ?? NaN).toFixed(2),
+    "x 429": +((slowest?.us ?? NaN) / common).toFixed(2),
+  },
+);
+
 const summary = {
   "429 diagnosis, µs (target < 10)": +common.toFixed(2),
   "429 diagnosis + plan choice, µs (target < 10)": +(
     us["429 diagnosis + plan choice"] ?? NaN
   ).toFixed(2),
+  "corpus median case, µs (target < 10)": +corpusMedian.toFixed(2),
+  "corpus median by client, µs": perClient,
 };
-report("diagnosis", rows, summary, { batch: BATCH, rounds: ROUNDS, microseconds: us });
+report("diagnosis", rows, summary, {
+  batch: BATCH,
+  rounds: ROUNDS,
+  microseconds: us,
+  corpus: timed.map((t) => ({ ...t, us: +t.us.toFixed(2) })),
+});
 await sh.close();

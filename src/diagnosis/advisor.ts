@@ -1,7 +1,7 @@
 import type { Clock } from "../clock.js";
 import { withDeadline } from "../deadline.js";
 import { PATTERNS, type Pattern } from "../telemetry/conventions.js";
-import { describeThrown, redact } from "../telemetry/redact.js";
+import { boundedJson, describeThrown, redact } from "../telemetry/redact.js";
 
 /** A second opinion on an error the rules could not classify. */
 export interface Advice {
@@ -52,7 +52,8 @@ export async function askAdvisor(
     if (!PATTERNS.includes(advice.pattern)) {
       return {
         tool: context.tool,
-        failure: `answered an unknown pattern ${JSON.stringify(advice.pattern)}`,
+        // The advisor's answer is foreign text: bounded and redacted like any error text.
+        failure: redact(`answered an unknown pattern ${boundedJson(advice.pattern, 200) ?? "?"}`),
       };
     }
     const kept: Advice = { pattern: advice.pattern };

@@ -131,10 +131,50 @@ const withStatusPage = (matchers: readonly Matcher[]): Matcher[] =>
   matchers.map((m) => ({ ...m, statusPageDegraded: true }));
 
 /**
+ * Spent quota or billing: the account cannot pay for the call, so no retry on any route of that
+ * account helps and a person must act. Told by codes and classes, never by a status alone: a 429
+ * may be Google's per-minute quota (RESOURCE_EXHAUSTED, the same wording, and it passes), a bare
+ * 402 a declined card (Stripe), which is no outage of ours to page about.
+ */
+const QUOTA_CODES = [
+  "insufficient_quota", // OpenAI, 429
+  "billing_hard_limit_reached", // OpenAI
+  "billing_not_active", // OpenAI, 429
+  "billing_error", // Anthropic, 402
+  "contract_spend_limit_reached", // Anthropic details.error_code, 429
+  "enforced_spend_limit_reached", // Anthropic details.error_code, 429
+  "linked_organization_spend_limit_reached", // Anthropic, 402
+  "linked_organization_billing_unavailable", // Anthropic, 402
+];
+const QUOTA_NAMES = [
+  "PaymentRequiredError",
+  "ContractSpendLimitReachedError",
+  "EnforcedSpendLimitReachedError",
+  "LinkedOrganizationSpendLimitReachedError",
+  "LinkedOrganizationBillingUnavailableError",
+];
+
+/**
  * The default rule table, most specific first. Status codes come before wording: a 400 that
  * says "maximum context length" is CONTEXT_LENGTH, so those rules precede BAD_REQUEST.
  */
 export const DEFAULT_RULES: readonly Rule[] = [
+  {
+    name: "quota-exhausted",
+    pattern: "AUTH",
+    confidence: 0.95,
+    match: [
+      { code: QUOTA_CODES },
+      { name: QUOTA_NAMES },
+      // Anthropic answers a spent credit balance with a plain 400 invalid_request_error: only
+      // the wording tells it from a bad request, so the status and the type must agree too.
+      {
+        status: [400],
+        code: ["invalid_request_error"],
+        message: [/credit balance is too low/i],
+      },
+    ],
+  },
   { name: "http-429", pattern: "RATE_LIMIT", confidence: 0.95, match: { status: [429] } },
   {
     // Some APIs throttle with another status (AWS: 400 ThrottlingException): the code tells.
@@ -147,7 +187,6 @@ export const DEFAULT_RULES: readonly Rule[] = [
           "rate_limit_exceeded",
           "rate_limit_error",
           "resource_exhausted",
-          "insufficient_quota",
           "ThrottlingException",
           "Throttling",
         ],
@@ -168,10 +207,11 @@ export const DEFAULT_RULES: readonly Rule[] = [
           "permission_error",
           "unauthenticated",
           "permission_denied",
+          "API_KEY_INVALID", // Google ErrorInfo reason, on a 400 INVALID_ARGUMENT
         ],
       },
       { name: ["AuthenticationError", "PermissionDeniedError"] },
-      // Google answers a bad key with 400 INVALID_ARGUMENT: the wording is what tells.
+      // Google answers a bad key with 400 INVALID_ARGUMENT: without its ErrorInfo, the wording.
       { message: [/api key not valid|invalid api key|incorrect api key|invalid x-api-key/i] },
     ],
   },
@@ -189,17 +229,41 @@ export const DEFAULT_RULES: readonly Rule[] = [
     ],
   },
   {
+    // 413: the request is too large for the route; another may take it (as a long context).
+    name: "request-too-large",
+    pattern: "CONTEXT_LENGTH",
+    confidence: 0.9,
+    match: [
+      { status: [413] },
+      { code: ["request_too_large", "request_body_too_large_after_decoding"] },
+      { name: ["ContentTooLargeError", "RequestBodyTooLargeAfterDecodingError"] },
+    ],
+  },
+  {
     name: "content-policy",
     pattern: "CONTENT_POLICY",
     confidence: 0.9,
     match: [
-      { code: ["content_policy_violation", "content_filter", "safety"] },
+      { code: ["content_policy_violation", "content_filter", "safety", "invalid_prompt"] },
       {
         message: [
-          /content[ _](management )?policy|content[ _]filter|flagged by (our|the) safety|blocked due to safety/i,
+          /content[ _](management )?policy|content[ _]filter|flagged by (our|the) safety|blocked due to safety|rejected as a result of our safety system|flagged as potentially violating/i,
         ],
       },
     ],
+  },
+  {
+    // 404: the model or resource is not there; the same request finds nothing again. Another
+    // route may have it (a model name differs between providers).
+    name: "not-found",
+    pattern: "BAD_REQUEST",
+    confidence: 0.9,
+    match: [
+      { status: [404] },
+      { code: ["model_not_found", "not_found_error", "not_found"] },
+      { name: ["NotFoundError"] },
+    ],
+    strategies: ["failover_to_secondary"],
   },
   {
     name: "http-400",
@@ -234,11 +298,15 @@ export const DEFAULT_RULES: readonly Rule[] = [
           "EAI_AGAIN",
           "EHOSTUNREACH",
           "ENETUNREACH",
+          "ENETDOWN",
           "UND_ERR_SOCKET",
           "UND_ERR_CLOSED",
+          "ERR_STREAM_PREMATURE_CLOSE",
         ],
       },
       { name: ["APIConnectionError"] },
+      // axios: the connection dropped mid-body (its own fixed message, with its code).
+      { code: ["ERR_BAD_RESPONSE"], message: [/stream has been aborted/i] },
       {
         message: [
           /socket hang up|other side closed|ECONNRESET|ECONNREFUSED|service unavailable|bad gateway|overloaded/i,
