@@ -1,4 +1,15 @@
 import type { HealthStatus, Pattern } from "./telemetry/conventions.js";
+import { oneLine, redact } from "./telemetry/redact.js";
+
+/**
+ * Text that may carry user data (a task id, a bad option value) as a message shows it: redacted,
+ * cut, on one line with control characters made visible, so a message never carries a secret
+ * or forges a log line.
+ */
+const shown = (text: string, maxLength = 200): string => oneLine(redact(text, maxLength));
+
+/** A name from the configuration (a tool, a provider, an option path): cut, on one line. */
+const named = (text: string): string => oneLine(text.slice(0, 200));
 
 /**
  * Marker that survives duplicate copies of the package (two versions in one `node_modules`):
@@ -48,7 +59,7 @@ export class SelfHealConfigError extends SelfHealError {
     readonly field: string,
     problem: string,
   ) {
-    super(`selfheal: invalid option \`${field}\`: ${problem}`);
+    super(`selfheal: invalid option \`${named(field)}\`: ${shown(problem, 512)}`);
   }
 }
 export const isSelfHealConfigError = (e: unknown): e is SelfHealConfigError =>
@@ -66,7 +77,7 @@ export class HealthCheckFailedError extends SelfHealError {
     readonly status: HealthStatus,
   ) {
     super(
-      `selfheal: write tool "${tool}" refused: the agent's health is ${status}; read-only mode until it recovers (nothing was sent, retrying later is safe)`,
+      `selfheal: write tool "${named(tool)}" refused: the agent's health is ${status}; read-only mode until it recovers (nothing was sent, retrying later is safe)`,
     );
   }
 }
@@ -81,7 +92,7 @@ export class ToolTimeoutError extends SelfHealError {
     readonly tool: string,
     readonly timeoutMs: number,
   ) {
-    super(`selfheal: tool "${tool}" timed out after ${timeoutMs} ms`);
+    super(`selfheal: tool "${named(tool)}" timed out after ${timeoutMs} ms`);
   }
 }
 export const isToolTimeoutError = (e: unknown): e is ToolTimeoutError =>
@@ -92,7 +103,7 @@ export class SelfHealClosedError extends SelfHealError {
   readonly code = "SELFHEAL_CLOSED";
   override readonly name = "SelfHealClosedError";
   constructor(what: string) {
-    super(`selfheal: ${what} after close()`);
+    super(`selfheal: ${shown(what)} after close()`);
   }
 }
 export const isSelfHealClosedError = (e: unknown): e is SelfHealClosedError =>
@@ -103,7 +114,7 @@ export class EmptyResponseError extends SelfHealError {
   readonly code = "SELFHEAL_EMPTY_RESPONSE";
   override readonly name = "EmptyResponseError";
   constructor(readonly tool: string) {
-    super(`selfheal: LLM tool "${tool}" returned an empty response`);
+    super(`selfheal: LLM tool "${named(tool)}" returned an empty response`);
   }
 }
 export const isEmptyResponseError = (e: unknown): e is EmptyResponseError =>
@@ -115,7 +126,8 @@ const MAX_BODY = 8 * 1024;
 /**
  * A non-2xx HTTP response as an error, with what the diagnoser reads: `status`, `headers`
  * (Retry-After) and the start of the body (error codes and wording). Throw it from tools that
- * call HTTP APIs with `fetch`: `if (!res.ok) throw await HttpResponseError.from(res)`.
+ * call HTTP APIs with `fetch`: `if (!res.ok) throw await HttpResponseError.from(res)`. The
+ * message shows the body redacted and on one line (it may echo a key); `body` keeps it as sent.
  */
 export class HttpResponseError extends SelfHealError {
   readonly code = "SELFHEAL_HTTP_RESPONSE";
@@ -127,7 +139,7 @@ export class HttpResponseError extends SelfHealError {
     readonly body: string,
     readonly url: string,
   ) {
-    super(`HTTP ${status}${body ? `: ${body.slice(0, 512)}` : ""}`);
+    super(`HTTP ${status}${body ? `: ${shown(body, 512)}` : ""}`);
     this.error = parseErrorBody(body);
   }
 
@@ -188,7 +200,7 @@ export class CircuitOpenError extends SelfHealError {
     readonly retryAfterMs: number,
   ) {
     super(
-      `selfheal: circuit for "${dependency}" is open; next probe in ${Math.ceil(retryAfterMs / 1000)} s`,
+      `selfheal: circuit for "${named(dependency)}" is open; next probe in ${Math.ceil(retryAfterMs / 1000)} s`,
     );
   }
 }
@@ -207,7 +219,7 @@ export class HumanEscalationRequiredError extends SelfHealError {
     options: { cause: unknown },
   ) {
     super(
-      `selfheal: "${tool}" failed with ${pattern} and could not be recovered; escalated to a human`,
+      `selfheal: "${named(tool)}" failed with ${pattern} and could not be recovered; escalated to a human`,
       options,
     );
   }
@@ -226,7 +238,7 @@ export class RecoveryBudgetExhaustedError extends SelfHealError {
     options: { cause: unknown },
   ) {
     super(
-      `selfheal: recovery budget of $${budgetUsd.toFixed(4)} for this task is spent ($${spentUsd.toFixed(4)}); "${tool}" not retried`,
+      `selfheal: recovery budget of $${budgetUsd.toFixed(4)} for this task is spent ($${spentUsd.toFixed(4)}); "${named(tool)}" not retried`,
       options,
     );
   }
@@ -240,7 +252,7 @@ export class ReadOnlyModeError extends SelfHealError {
   override readonly name = "ReadOnlyModeError";
   constructor(readonly tool: string) {
     super(
-      `selfheal: write tool "${tool}" refused: recovery degraded the agent to read-only until health recovers (nothing was sent)`,
+      `selfheal: write tool "${named(tool)}" refused: recovery degraded the agent to read-only until health recovers (nothing was sent)`,
     );
   }
 }

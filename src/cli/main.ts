@@ -10,6 +10,7 @@ import { renderHtml } from "../report/render-html.js";
 import { renderText } from "../report/render-text.js";
 import { runScenario, type TimelineEntry } from "../sim/run.js";
 import { SCENARIOS } from "../sim/scenarios.js";
+import { escapeControl, oneLine } from "../telemetry/redact.js";
 
 const USAGE = `Usage: selfheal <command> [options]
 
@@ -197,7 +198,7 @@ async function report(argv: string[]): Promise<void> {
   console.log(renderText(review));
   if (values.html !== undefined) {
     await writeFile(values.html, renderHtml(review));
-    console.log(`\nwrote ${values.html}`);
+    console.log(`\nwrote ${oneLine(values.html)}`);
   }
 }
 
@@ -219,12 +220,12 @@ main(process.argv.slice(2)).catch((error: unknown) => {
     error instanceof UsageError ||
     (typeof code === "string" && code.startsWith("ERR_PARSE_ARGS"))
   ) {
-    process.stderr.write(`selfheal: ${(error as Error).message}\n`);
+    // Arguments are echoed in usage errors: shown, never obeyed by the terminal.
+    process.stderr.write(`selfheal: ${oneLine((error as Error).message)}\n`);
     process.exitCode = 2;
     return;
   }
-  process.stderr.write(
-    `selfheal: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-  );
+  const text = error instanceof Error ? (error.stack ?? error.message) : String(error);
+  process.stderr.write(`selfheal: ${escapeControl(text)}\n`);
   process.exitCode = 1;
 });

@@ -11,7 +11,7 @@ import {
   type HealthThresholds,
   type ThresholdOverrides,
 } from "../health/thresholds.js";
-import { boundedJson, DEFAULT_MAX_TEXT_LENGTH } from "../telemetry/redact.js";
+import { boundedJson, DEFAULT_MAX_TEXT_LENGTH, redact, safeLogger } from "../telemetry/redact.js";
 import { DEFAULT_ADVICE_TIMEOUT_MS, type EscalateUnknown } from "../diagnosis/advisor.js";
 import { DEFAULT_DRIFT, type DriftOptions } from "../diagnosis/drift.js";
 import { compileRules, DEFAULT_RULES, type CompiledRule, type Rule } from "../diagnosis/rules.js";
@@ -261,7 +261,7 @@ type Plain = Record<string, unknown>;
 
 /** A bad value, briefly, for an error message. */
 function show(value: unknown): string {
-  return boundedJson(value, 80) ?? typeof value;
+  return redact(boundedJson(value) ?? typeof value, 80); // redacted before it is cut
 }
 
 function isPlain(value: unknown): value is Plain {
@@ -468,7 +468,7 @@ export function resolveOptions(input: unknown): ResolvedOptions {
     recordArguments: opts.recordArguments ?? false,
     recordResults: opts.recordResults ?? false,
     maxErrorLength: opts.maxErrorLength ?? DEFAULT_MAX_TEXT_LENGTH,
-    logger: opts.logger ?? console,
+    logger: safeLogger(opts.logger ?? console),
   };
 }
 

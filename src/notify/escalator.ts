@@ -1,6 +1,6 @@
 import type { Clock } from "../clock.js";
 import { withDeadline } from "../deadline.js";
-import { describeThrown, redact } from "../telemetry/redact.js";
+import { describeThrown, oneLine, redact } from "../telemetry/redact.js";
 import type { Alert, Notifier } from "./notifier.js";
 import { AlertThrottle } from "./throttle.js";
 
@@ -18,6 +18,8 @@ export interface EscalatorOptions {
 
 export const DEFAULT_THROTTLE_MS = 10 * 60_000;
 export const DEFAULT_NOTIFY_TIMEOUT_MS = 5_000;
+const MAX_TITLE_LENGTH = 250;
+const MAX_ALERT_TEXT_LENGTH = 4_000;
 
 /**
  * Sends alerts to every notifier, throttled per kind, each send bounded by a timeout. A notifier
@@ -38,7 +40,13 @@ export class Escalator {
       for (const n of notifiers) this.options.onAlert(n.channel, true);
       return false;
     }
-    const full: Alert = { ...alert, suppressed };
+    // Redacted again here, whoever built the alert: what reaches a channel is never raw text.
+    const full: Alert = {
+      ...alert,
+      title: oneLine(redact(alert.title, MAX_TITLE_LENGTH)),
+      text: redact(alert.text, MAX_ALERT_TEXT_LENGTH),
+      suppressed,
+    };
     const results = await Promise.all(
       notifiers.map(async (notifier) => {
         this.options.onAlert(notifier.channel, false);

@@ -1,5 +1,6 @@
 import type { RecoveryEvent } from "../engine/recovery-step.js";
 import { quantile } from "../stats.js";
+import { redact } from "../telemetry/redact.js";
 
 /** The weekly review of a recovery event log. */
 export interface Review {
@@ -25,6 +26,19 @@ export interface Review {
 }
 
 const SAMPLES_PER_TOOL = 5;
+/** Longest sample text shown: the review is for reading, the log keeps the rest. */
+const MAX_SAMPLE_LENGTH = 512;
+
+/** A finite number from the log, else 0 (a hand-edited or foreign line must not poison sums). */
+const finite = (value: unknown): number =>
+  typeof value === "number" && Number.isFinite(value) ? value : 0;
+
+/**
+ * An event's error text as the review shows it: redacted again, whichever version (or hand)
+ * wrote the log.
+ */
+const textOf = (error: unknown): string =>
+  typeof error === "string" ? redact(error, MAX_SAMPLE_LENGTH) : "(no error text)";
 
 function isEvent(value: unknown): value is RecoveryEvent {
   if (typeof value !== "object" || value === null) return false;
@@ -34,6 +48,7 @@ function isEvent(value: unknown): value is RecoveryEvent {
     typeof e.pattern === "string" &&
     typeof e.outcome === "string" &&
     typeof e.at === "number" &&
+    Math.abs(e.at) <= 8.64e15 && // a time a Date can hold
     Array.isArray(e.steps)
   );
 }
@@ -76,17 +91,21 @@ export function analyze(events: RecoveryEvent[], malformed = 0): Review {
     t.incidents++;
     if (e.pattern === "UNKNOWN") {
       t.unknown++;
-      const seen = t.texts.get(e.error) ?? 0;
-      t.texts.delete(e.error); // re-insert: the map's order is the order of last appearance
-      t.texts.set(e.error, seen + 1);
+      const text = textOf(e.error);
+      const seen = t.texts.get(text) ?? 0;
+      t.texts.delete(text); // re-insert: the map's order is the order of last appearance
+      t.texts.set(text, seen + 1);
     }
     tools.set(e.tool, t);
-    for (const step of e.steps) if (step.skipped === undefined) count(runs, step.strategy);
-    if (e.outcome === "recovered") {
-      if (e.strategy !== undefined) count(wins, e.strategy);
-      mttr.push(e.durationMs / 1000);
+    for (const step of e.steps as unknown[]) {
+      const s = step as { strategy?: unknown; skipped?: unknown } | null;
+      if (typeof s?.strategy === "string" && s.skipped === undefined) count(runs, s.strategy);
     }
-    cost += e.costUsd;
+    if (e.outcome === "recovered") {
+      if (typeof e.strategy === "string") count(wins, e.strategy);
+      mttr.push(finite(e.durationMs) / 1000);
+    }
+    cost += finite(e.costUsd);
   }
   mttr.sort((a, b) => a - b);
   const times = events.map((e) => e.at).sort((a, b) => a - b);

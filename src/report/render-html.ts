@@ -1,7 +1,9 @@
+import { oneLine } from "../telemetry/redact.js";
 import type { Review } from "./analyze.js";
 
+/** HTML-escaped, with control characters shown as escapes (text from the log is untrusted). */
 const escape = (s: string) =>
-  s.replace(
+  oneLine(s).replace(
     /[&<>"']/g,
     (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] ?? c,
   );

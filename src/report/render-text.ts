@@ -1,10 +1,16 @@
+import { oneLine } from "../telemetry/redact.js";
 import type { Review } from "./analyze.js";
 
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 const secs = (x: number | null) => (x === null ? "n/a" : `${x.toFixed(1)} s`);
 
+/**
+ * Every cell comes from the log, which anyone who can write the file controls: control
+ * characters are shown as escapes, so a cell cannot move the cursor, recolour or clear the
+ * terminal, or start a line of its own.
+ */
 function table(headers: string[], rows: (string | number)[][]): string {
-  const cells = [headers, ...rows.map((r) => r.map(String))];
+  const cells = [headers, ...rows.map((r) => r.map((c) => oneLine(String(c))))];
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? "").length)));
   const line = (r: string[]) =>
     r
@@ -37,8 +43,9 @@ export function renderText(r: Review): string {
     r.tools.map((t) => [t.tool, t.incidents, t.unknown, pct(t.unknownShare)]),
   );
   for (const t of r.tools.filter((x) => x.samples.length)) {
-    out.push(`  UNKNOWN texts of ${t.tool} (write rules for these):`);
-    for (const s of t.samples) out.push(`    - ${s.text}${s.count > 1 ? ` (x${s.count})` : ""}`);
+    out.push(`  UNKNOWN texts of ${oneLine(t.tool)} (write rules for these):`);
+    for (const s of t.samples)
+      out.push(`    - ${oneLine(s.text)}${s.count > 1 ? ` (x${s.count})` : ""}`);
   }
   section(
     "Strategies",
@@ -48,7 +55,7 @@ export function renderText(r: Review): string {
   out.push(
     "",
     `Outcomes: ${Object.entries(r.outcomes)
-      .map(([k, v]) => `${k} ${v}`)
+      .map(([k, v]) => `${oneLine(k)} ${v}`)
       .join(", ")}`,
     `MTTR (recovered calls, ${r.mttrSeconds.count}): p50 ${secs(r.mttrSeconds.p50)}, p90 ${secs(r.mttrSeconds.p90)}, p99 ${secs(r.mttrSeconds.p99)}`,
     `Recovery spend: $${r.costUsd.toFixed(4)} ($${r.costPerIncidentUsd.toFixed(4)} per incident)`,

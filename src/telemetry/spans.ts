@@ -18,16 +18,49 @@ import {
   EVENT_EXCEPTION,
   SPAN_TOOL_CALL_ERROR,
 } from "./conventions.js";
-import { redact } from "./redact.js";
+import { isError, oneLine, redact } from "./redact.js";
 
-/** Low-cardinality `error.type`: the error's class name, or `_OTHER` for non-Error throws. */
-export function errorType(error: unknown): string {
-  if (error instanceof Error) return error.name || error.constructor.name || ERROR_TYPE_OTHER;
-  if (typeof error === "object" && error !== null) {
-    const name = (error as { name?: unknown }).name;
-    if (typeof name === "string" && name !== "") return name.slice(0, 64);
+/** Longest `error.type` written: a class name, not a place for text. */
+const MAX_TYPE_LENGTH = 64;
+
+/** A property read that a hostile getter or a Proxy trap cannot turn into a throw. */
+function readString(value: object, key: string): string | undefined {
+  try {
+    const v = (value as Record<string, unknown>)[key];
+    return typeof v === "string" && v !== "" ? v : undefined;
+  } catch {
+    return undefined;
   }
-  return ERROR_TYPE_OTHER;
+}
+
+/**
+ * Low-cardinality `error.type`: the error's class name, or `_OTHER` for non-Error throws. Never
+ * throws (hostile getters, Proxies), and the name is cut and kept on one line.
+ */
+export function errorType(error: unknown): string {
+  if (typeof error !== "object" || error === null) return ERROR_TYPE_OTHER;
+  let name = readString(error, "name");
+  if (name === undefined && isError(error)) {
+    try {
+      const ctor = (error as { constructor?: unknown }).constructor;
+      if (typeof ctor === "function" && ctor.name !== "") name = ctor.name;
+    } catch {
+      // a hostile constructor getter: no name
+    }
+  }
+  if (name === undefined) return ERROR_TYPE_OTHER;
+  return oneLine(name.slice(0, MAX_TYPE_LENGTH));
+}
+
+/** An Error's stack, when it has a readable one. */
+function stackOf(error: unknown): string | undefined {
+  if (!isError(error)) return undefined;
+  try {
+    const stack = error.stack;
+    return typeof stack === "string" && stack !== "" ? stack : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** A stable, non-reversible stand-in for an idempotency key on a span (it may embed user data). */
@@ -69,8 +102,8 @@ export function recordAttemptError(
   );
   if (span.isRecording()) {
     const event: Attributes = { [ATTR_EXCEPTION_TYPE]: type, [ATTR_EXCEPTION_MESSAGE]: message };
-    const stack = error instanceof Error ? error.stack : undefined;
-    if (stack) event[ATTR_EXCEPTION_STACKTRACE] = redact(stack, maxLength * 4);
+    const stack = stackOf(error);
+    if (stack !== undefined) event[ATTR_EXCEPTION_STACKTRACE] = redact(stack, maxLength * 4);
     span.addEvent(EVENT_EXCEPTION, event);
   }
   span.setStatus({ code: SpanStatusCode.ERROR, message });

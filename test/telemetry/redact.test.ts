@@ -26,6 +26,35 @@ describe("redact", () => {
       "HTTP 429 Too Many Requests: rate limit reached for gpt-4o",
       "HTTP 429 Too Many Requests: rate limit reached for gpt-4o",
     ],
+    // Quoted values go whole; unquoted ones end at a delimiter.
+    ["password='two words' ok", "password='[REDACTED]' ok"],
+    ['{"secret": "a \\"quoted\\" one"}', '{"secret": "[REDACTED]"}'],
+    ["token := `go style`", "token := `[REDACTED]`"],
+    ["api_key=abc123 rest", "api_key=[REDACTED] rest"],
+    ["user=bob;Password=p4ss;host=db", "user=bob;Password=[REDACTED];host=db"],
+    ["headers {'Authorization': 'Bearer abc'}", "headers {'Authorization': '[REDACTED]'}"],
+    ['an unclosed password="abc def', 'an unclosed password="[REDACTED]'],
+    // A word of prose after "password:" stays; a value does not.
+    ["password: must be longer", "password: must be longer"],
+    ["password: letmein", "password: [REDACTED]"],
+    // Cards: the longest run of groups passing Luhn goes, what follows stays.
+    ["card 4111 1111 1111 1111 12 26", "card [REDACTED_CARD] 12 26"],
+    ["id 4111111111111112", "id 4111111111111112"],
+    // URLs: a user alone is not a secret; a long opaque user is a token.
+    ["postgres://app@db/x", "postgres://app@db/x"],
+    ["https://0123456789abcdefghij0123@git.example.com/x", "https://[REDACTED]@git.example.com/x"],
+    // Long runs: random ones go, paths and identifiers stay.
+    [
+      "at /home/app/node_modules/some-package/dist/index.js:1:2",
+      "at /home/app/node_modules/some-package/dist/index.js:1:2",
+    ],
+    [
+      "call getUserAccountBalanceForCustomerId2WithRetries",
+      "call getUserAccountBalanceForCustomerId2WithRetries",
+    ],
+    ["blob 7Hq2LmN9pX4vR8sT1wZ6yB3cD5fG0jK2mP9qS4uV", "blob [REDACTED_SECRET]"],
+    // A private key cut off before its END line goes to the end of the text.
+    ["-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0B", "[REDACTED_PRIVATE_KEY]"],
   ])("%s", (input, expected) => {
     expect(redact(input)).toBe(expected);
   });
@@ -55,6 +84,12 @@ describe("redact", () => {
       "Bearer ".repeat(150_000),
       "=".repeat(1_000_000),
       `${"x ".repeat(500_000)}sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv`,
+      "a-".repeat(500_000),
+      'password="'.repeat(100_000),
+      "Cookie: ".repeat(125_000),
+      "-----BEGIN PRIVATE KEY-----".repeat(40_000),
+      "4 ".repeat(500_000),
+      "\u001b[2J\r\n".repeat(150_000),
     ]) {
       const whole = scan(hostile);
       const head = scan(hostile.slice(0, 2_048));
