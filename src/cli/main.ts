@@ -30,9 +30,12 @@ Options:
   --speed N        virtual seconds per real second (default: as fast as it runs)
   --json           print one JSON object with the run's figures instead
   --metrics-port P serve the run's Prometheus metrics on 127.0.0.1:P/metrics while it runs
-With OTEL_EXPORTER_OTLP_ENDPOINT set, the run's spans are exported there (OTLP/HTTP).
   --list           list the scenarios
-  -h, --help       this help`;
+  -h, --help       this help
+
+With OTEL_EXPORTER_OTLP_ENDPOINT (or a per-signal endpoint) set, the run's spans and metrics
+are exported there over OTLP/HTTP, protobuf unless OTEL_EXPORTER_OTLP_PROTOCOL=http/json; the
+other OTEL_* variables (headers, service name, resource attributes, sampler) apply.`;
 
 const REPORT_USAGE = `Usage: selfheal report FILE.jsonl [--html OUT.html]
 
@@ -104,19 +107,44 @@ async function demo(argv: string[]): Promise<void> {
     }
   }
   // The SDK is loaded only when asked for: the demo itself needs none.
-  const exporting = metricsPort !== undefined || Boolean(process.env.OTEL_EXPORTER_OTLP_ENDPOINT);
-  const otel = exporting
-    ? await (
-        await import("../otel/index.js")
-      ).startOtel({ serviceName: `selfheal-demo-${scenario.name}`, metricsPort })
-    : undefined;
+  const env = process.env;
+  const otlp = Boolean(
+    env.OTEL_EXPORTER_OTLP_ENDPOINT ||
+    env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ||
+    env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,
+  );
+  const telemetry =
+    metricsPort !== undefined || otlp
+      ? await (
+          await import("../otel/index.js")
+        ).startTelemetry({
+          // OTEL_SERVICE_NAME, when set, names the run; options would win over it.
+          ...(!env.OTEL_SERVICE_NAME && { serviceName: `selfheal-demo-${scenario.name}` }),
+          // No endpoint set: nothing goes over OTLP (the spec's default would be localhost:4318).
+          ...(!otlp && { tracesExporter: "none" as const, metricsExporter: "none" as const }),
+          metricsPort,
+          // An interactive run should not linger 10 s (the spec's default) on a collector that is down.
+          ...(!env.OTEL_EXPORTER_OTLP_TIMEOUT && { exportTimeoutMillis: 3_000 }),
+          // A demo hour makes thousands of spans in a second: keep them all for the export.
+          maxQueueSize: 100_000,
+          maxExportBatchSize: 2_048,
+        })
+      : undefined;
   const live = !values.json;
   const progress = live && process.stdout.isTTY;
   if (live) console.log(`${paint(1, scenario.name)}: ${scenario.description}\n`);
   const wallStart = performance.now();
-  if (live && otel?.metricsUrl) console.log(`  metrics: ${otel.metricsUrl}`);
+  if (live && telemetry) {
+    const { traces, metrics } = telemetry.config;
+    if (traces.otlp) console.log(`  traces:  ${traces.otlp.url} (${traces.otlp.protocol})`);
+    if (metrics.otlp) console.log(`  metrics: ${metrics.otlp.url} (${metrics.otlp.protocol})`);
+    if (telemetry.metricsUrl) console.log(`  metrics: ${telemetry.metricsUrl}`);
+  }
   const result = await runScenario(scenario, {
-    telemetry: { tracerProvider: otel?.tracerProvider, meterProvider: otel?.meterProvider },
+    telemetry: {
+      tracerProvider: telemetry?.tracerProvider,
+      meterProvider: telemetry?.meterProvider,
+    },
     onTimeline: (e) => {
       if (!live) return;
       if (progress) process.stdout.write("\r\u001b[K");
@@ -135,7 +163,15 @@ async function demo(argv: string[]): Promise<void> {
     },
   });
   if (progress) process.stdout.write("\r\u001b[K");
-  await otel?.shutdown(); // flushes the spans to the OTLP endpoint
+  if (telemetry) {
+    await telemetry.shutdown(); // flushes the spans and metrics to the OTLP endpoint
+    const failed = telemetry.exportErrors();
+    if (failed.traces + failed.metrics > 0) {
+      process.stderr.write(
+        `selfheal: ${failed.traces + failed.metrics} telemetry export(s) failed, the run was unaffected; last: ${failed.last ?? ""}\n`,
+      );
+    }
+  }
   if (values.json) {
     const { timeline, ...figures } = result;
     console.log(JSON.stringify({ ...figures, timeline }));

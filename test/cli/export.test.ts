@@ -1,54 +1,63 @@
 import { execFile } from "node:child_process";
-import { createServer } from "node:net";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startServer } from "../helpers/http-server.js";
+import { closedPort, spanTree, startReceiver } from "../helpers/otlp.js";
 
 const run = promisify(execFile);
 
 /** A port nothing listens on right now. */
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => {
-        resolve(port);
-      });
-    });
-  });
-}
+const freePort = closedPort;
 
-const received: { path: string; body: string }[] = [];
-let collector: Awaited<ReturnType<typeof startServer>>;
+// An OTLP/HTTP receiver on 127.0.0.1, as a Collector would be.
+let collector: Awaited<ReturnType<typeof startReceiver>>;
 beforeAll(async () => {
-  // An OTLP/HTTP receiver on 127.0.0.1, as a Collector would be.
-  collector = await startServer((req, res) => {
-    let body = "";
-    req.on("data", (c: Buffer) => (body += c.toString()));
-    req.on("end", () => {
-      received.push({ path: req.url ?? "", body });
-      res.writeHead(200, { "content-type": "application/json" }).end("{}");
-    });
-  });
+  collector = await startReceiver();
 });
 afterAll(async () => {
   await collector.close();
 });
 
 describe("selfheal demo exports its telemetry (built CLI)", () => {
-  it("sends the run's spans to OTEL_EXPORTER_OTLP_ENDPOINT", async () => {
+  it("sends the run's spans and metrics to OTEL_EXPORTER_OTLP_ENDPOINT (OTLP/HTTP protobuf)", async () => {
     const { stdout } = await run(process.execPath, ["dist/cli/main.js", "demo", "--json"], {
       env: { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: collector.url },
       timeout: 30_000,
     });
     expect(JSON.parse(stdout)).toMatchObject({ scenario: "provider-outage" });
-    const traces = received
-      .filter((r) => r.path === "/v1/traces")
-      .map((r) => r.body)
-      .join("\n");
-    expect(traces).toContain('"agent.tool_call"');
-    expect(traces).toContain('"agent.recovery"');
-    expect(traces).toContain("selfheal-demo-provider-outage");
+    const traces = collector.received.filter((r) => r.path === "/v1/traces");
+    expect(traces[0]?.headers["content-type"]).toBe("application/x-protobuf");
+    const spans = collector.spans();
+    const names = new Set(spans.map((s) => s.name));
+    expect(names).toContain("agent.tool_call");
+    expect(names).toContain("agent.recovery");
+    expect(spans[0]?.resource["service.name"]).toBe("selfheal-demo-provider-outage");
+    // Recovery spans nest under their call.
+    expect(JSON.stringify(spanTree(spans))).toContain('{"agent.tool_call":[');
+    expect(collector.metrics().map((m) => m.name)).toContain("selfheal_recoveries");
+  });
+
+  it("a collector that is down costs the run nothing: same figures, one line on stderr", async () => {
+    const port = await freePort();
+    const down = await run(process.execPath, ["dist/cli/main.js", "demo", "--json"], {
+      env: {
+        ...process.env,
+        OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,
+        OTEL_EXPORTER_OTLP_TIMEOUT: "200",
+      },
+      timeout: 30_000,
+    });
+    const plain = await run(process.execPath, ["dist/cli/main.js", "demo", "--json"], {
+      timeout: 30_000,
+    });
+    // Everything but the timeline (its entries carry wall-clock text).
+    const figures = (text: string) => {
+      const all = JSON.parse(text) as Record<string, unknown>;
+      delete all.timeline;
+      return all;
+    };
+    expect(figures(down.stdout)).toEqual(figures(plain.stdout));
+    expect(down.stderr).toMatch(/selfheal\/otel: telemetry export failing.*ECONNREFUSED/);
+    expect(down.stderr).toMatch(/telemetry export\(s\) failed, the run was unaffected/);
   });
 
   it("serves Prometheus metrics on --metrics-port while it runs", async () => {
