@@ -1,0 +1,259 @@
+/**
+ * End to end on a real Prometheus: the simulator plays scenarios on virtual time against selfheal
+ * with a real SDK MeterProvider; its metrics, collected after every virtual minute, are written
+ * as OpenMetrics with the virtual timestamps (by the Prometheus exporter's serializer), loaded
+ * with `promtool tsdb create-blocks-from openmetrics`, and served by `prometheus` on 127.0.0.1
+ * with alerts/*.rules.yml. Then, through its HTTP API: every dashboard query returns data, the
+ * alert expressions hold where their scenario says and nowhere else, and every rule evaluates.
+ * Three virtual hours take about a second.
+ */
+import { execFile } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runScenario } from "../../src/sim/run.js";
+import { SCENARIOS } from "../../src/sim/scenarios.js";
+import { buildDashboard } from "./dashboard.js";
+import { contractMetrics, resolveSeriesName } from "./metric-names.js";
+import { collectingMeterProvider, OpenMetricsWriter } from "./openmetrics.js";
+import {
+  haveBinaries,
+  PROMTOOL,
+  startPrometheus,
+  type RunningPrometheus,
+  type Sample,
+} from "./prometheus.js";
+import { alertingRules, allGroups, inlineRecordings, isAlert, ruleFiles } from "./rules.js";
+
+const run = promisify(execFile);
+const available = haveBinaries("Prometheus end-to-end (dashboards, alerts)", { prometheus: true });
+
+const SCENARIO_NAMES = ["wording-drift", "provider-outage", "bad-request-storm"] as const;
+const agentOf = (scenario: string) => `sim-${scenario}`;
+const MINUTE = 60_000;
+/** What Grafana would put for $__rate_interval over one-minute samples. */
+const RATE_INTERVAL = "2m";
+
+let dir: string;
+let prometheus: RunningPrometheus;
+let stopPrometheus: (() => Promise<void>) | undefined;
+/** The virtual runs' first and last sample, Unix ms (the scenarios play side by side). */
+let startMs = 0;
+let endMs = 0;
+const timings: Record<string, number> = {};
+
+beforeAll(async () => {
+  if (!available) return;
+  const t0 = Date.now();
+  dir = await mkdtemp(join(tmpdir(), "selfheal-prometheus-"));
+  // Whole hours, in the past (a block may not reach into Prometheus's head), within retention.
+  const base = Math.floor(Date.now() / (60 * MINUTE)) * 60 * MINUTE - 3 * 60 * MINUTE;
+  const out = new OpenMetricsWriter();
+  for (const name of SCENARIO_NAMES) {
+    const scenario = SCENARIOS[name];
+    if (!scenario) throw new Error(`no scenario ${name}`);
+    // One provider per run: each run's cumulative series end with it, and time starts over.
+    const { meterProvider, collect } = collectingMeterProvider();
+    await runScenario(scenario, {
+      telemetry: { meterProvider },
+      onMinute: async (virtualMs) => {
+        out.add(await collect(), base + virtualMs);
+        endMs = Math.max(endMs, base + virtualMs);
+      },
+    });
+    await meterProvider.shutdown();
+  }
+  startMs = base + MINUTE;
+  timings.simulate = Date.now() - t0;
+
+  const t1 = Date.now();
+  await writeFile(join(dir, "metrics.om"), out.text());
+  await run(PROMTOOL ?? "promtool", [
+    "tsdb",
+    "create-blocks-from",
+    "openmetrics",
+    join(dir, "metrics.om"),
+    join(dir, "data"),
+  ]);
+  timings.backfill = Date.now() - t1;
+
+  const t2 = Date.now();
+  const rules = ruleFiles()
+    .map((f) => `  - ${JSON.stringify(f)}\n`)
+    .join("");
+  await writeFile(
+    join(dir, "prometheus.yml"),
+    `global:\n  evaluation_interval: 1s\nrule_files:\n${rules}`,
+  );
+  prometheus = await startPrometheus(join(dir, "prometheus.yml"), join(dir, "data"));
+  stopPrometheus = prometheus.stop;
+  timings.start = Date.now() - t2;
+}, 120_000);
+
+afterAll(async () => {
+  await stopPrometheus?.();
+  if (dir) await rm(dir, { recursive: true, force: true });
+  if (available) console.info(`[prometheus e2e] ms: ${JSON.stringify(timings)}`);
+});
+
+/** Minutes since the runs' start at which an expression returned a series with these labels. */
+function minutesOf(samples: Sample[], labels: Record<string, string>): number[] {
+  const series = samples.filter((s) => Object.entries(labels).every(([k, v]) => s.metric[k] === v));
+  const minutes = series.flatMap((s) =>
+    (s.values ?? []).map(([t]) => Math.round((t * 1000 - startMs) / MINUTE) + 1),
+  );
+  return [...new Set(minutes)].sort((a, b) => a - b);
+}
+
+/** The longest run of consecutive minutes. */
+function longestRun(minutes: number[]): number {
+  let best = 0;
+  let current = 0;
+  minutes.forEach((m, i) => {
+    current = i > 0 && m === (minutes[i - 1] ?? 0) + 1 ? current + 1 : 1;
+    best = Math.max(best, current);
+  });
+  return best;
+}
+
+const forMinutes = (duration: string | undefined): number => {
+  const m = /^(\d+)([smh])$/.exec(duration ?? "0s");
+  if (!m) throw new Error(`unexpected duration ${duration ?? ""}`);
+  return (Number(m[1]) * { s: 1 / 60, m: 1, h: 60 }[m[2] as "s" | "m" | "h"]) | 0;
+};
+
+describe.skipIf(!available)("a real Prometheus on the simulator's metrics", () => {
+  it("stores every metric under the name the Prometheus exporter gives it", async () => {
+    // Recorded series (`level:metric:ops`) and ALERTS appear once the live rules have run: the
+    // 6 h windows still reach the backfilled hours. Only the exported names are judged here.
+    const names = (await prometheus.get<string[]>("/api/v1/label/__name__/values")).filter(
+      (n) => !n.includes(":") && !n.startsWith("ALERTS"),
+    );
+    const contract = contractMetrics();
+    const problems: string[] = [];
+    const metrics = new Set<string>();
+    for (const name of names) {
+      const resolved = resolveSeriesName(name, contract);
+      if ("error" in resolved) problems.push(resolved.error);
+      else metrics.add(resolved.metric);
+    }
+    expect(problems).toEqual([]);
+    expect(names).toEqual(
+      expect.arrayContaining([
+        "selfheal_tool_calls_total",
+        "selfheal_recovery_duration_seconds_bucket",
+        "selfheal_recovery_duration_seconds_sum",
+        "selfheal_recovery_duration_seconds_count",
+        "selfheal_health_status",
+      ]),
+    );
+    // Every instrument selfheal has shows up in these three scenarios.
+    const instruments = [...contract].filter(([, kind]) => kind !== undefined).map(([m]) => m);
+    expect([...metrics].sort()).toEqual(instruments.sort());
+  });
+
+  it("fills the dashboard's agent and tool variables", async () => {
+    const agents = await prometheus.get<string[]>(
+      "/api/v1/label/agent/values?match[]=selfheal_tool_calls_total",
+    );
+    expect(agents.sort()).toEqual(SCENARIO_NAMES.map(agentOf).sort());
+    const tools = await prometheus.get<string[]>(
+      `/api/v1/label/tool/values?match[]=${encodeURIComponent('selfheal_tool_calls_total{agent=~".*"}')}`,
+    );
+    expect(tools.sort()).toEqual(["charge", "complete"]);
+  });
+
+  const dashboard = buildDashboard() as {
+    panels: { title: string; type: string; targets?: { refId: string; expr: string }[] }[];
+  };
+  const targets = dashboard.panels.flatMap((p) =>
+    (p.targets ?? []).map((t) => ({ panel: p.title, refId: t.refId, expr: t.expr })),
+  );
+  const substitute = (expr: string, agent: string, tool: string) =>
+    expr
+      .replaceAll("$agent", agent)
+      .replaceAll("$tool", tool)
+      .replaceAll("$__rate_interval", RATE_INTERVAL);
+  /** The simulator runs no sh.task, so selfheal_tasks stays at 0 and completion is 0/0. */
+  const NO_VALUES_IN_SIMULATOR = new Set(["Task completion"]);
+
+  it.each([
+    ["All", ".*", ".*"],
+    ["one agent and tool", agentOf("bad-request-storm"), "complete"],
+  ])(
+    "answers every dashboard query with series inside the data (%s)",
+    async (_case, agent, tool) => {
+      const empty: string[] = [];
+      const noValues: string[] = [];
+      for (const t of targets) {
+        const result = await prometheus.queryRange(
+          substitute(t.expr, agent, tool),
+          startMs,
+          endMs,
+          60,
+        );
+        if (result.length === 0) empty.push(`${t.panel} [${t.refId}]`);
+        const finite = result.some((s) => (s.values ?? []).some(([, v]) => Number.isFinite(+v)));
+        if (result.length > 0 && !finite && !NO_VALUES_IN_SIMULATOR.has(t.panel))
+          noValues.push(`${t.panel} [${t.refId}]`);
+      }
+      expect(empty).toEqual([]);
+      expect(noValues).toEqual([]);
+    },
+  );
+
+  const alerts = alertingRules();
+  const drift = alerts.find((a) => a.alert === "SelfhealUnknownDiagnosesHigh");
+
+  it("holds the UNKNOWN-share alert after wording-drift, not after provider-outage", async () => {
+    const expr = inlineRecordings(drift?.expr ?? "");
+    const atEnd = await prometheus.query(expr, endMs);
+    expect(atEnd.map((s) => s.metric.agent)).toEqual([agentOf("wording-drift")]);
+    // It has held for its whole `for` (15 min) before the end: Prometheus would be firing it.
+    const lastFor = await prometheus.queryRange(expr, endMs - 15 * MINUTE, endMs, 60);
+    expect(minutesOf(lastFor, { agent: agentOf("wording-drift") })).toHaveLength(16);
+    // provider-outage's errors all have rules: the expression never holds for it.
+    const whole = await prometheus.queryRange(expr, startMs, endMs, 60);
+    expect(minutesOf(whole, { agent: agentOf("provider-outage") })).toEqual([]);
+  });
+
+  it("fires each alert only where its scenario says (expressions held for their `for`)", async () => {
+    const fired: Record<string, string[]> = {};
+    for (const alert of alerts) {
+      const samples = await prometheus.queryRange(inlineRecordings(alert.expr), startMs, endMs, 60);
+      for (const name of SCENARIO_NAMES) {
+        const minutes = minutesOf(samples, { agent: agentOf(name) });
+        // Prometheus fires once the expression has held at every evaluation for `for`.
+        if (minutes.length > 0 && longestRun(minutes) >= forMinutes(alert.for) + 1)
+          (fired[name] ??= []).push(alert.alert);
+      }
+    }
+    expect(fired).toEqual({
+      // Worded errors drift to a wording no rule knows.
+      "wording-drift": ["SelfhealUnknownDiagnosesHigh"],
+      // The primary times out for 47 min: its breaker stays away from closed for over 5 min.
+      "provider-outage": ["SelfhealCircuitOpenTooLong"],
+      // A revoked key: every charge escalates for 10 min (60 escalations, 54% of recoveries).
+      "bad-request-storm": ["SelfhealAutoRecoveryBurnSlow", "SelfhealEscalationsHigh"],
+    });
+  });
+
+  it("loads every rule file and evaluates every rule without error", async () => {
+    type Rules = {
+      groups: { file: string; rules: { name: string; health: string; lastEvaluation: string }[] }[];
+    };
+    const expected = allGroups()
+      .flatMap((g) => g.rules.map((r) => (isAlert(r) ? r.alert : r.record)))
+      .sort();
+    let rules: Rules["groups"][number]["rules"] = [];
+    for (let i = 0; i < 100; i++) {
+      rules = (await prometheus.get<Rules>("/api/v1/rules")).groups.flatMap((g) => g.rules);
+      if (rules.length > 0 && rules.every((r) => !r.lastEvaluation.startsWith("0001-"))) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(rules.map((r) => r.name).sort()).toEqual(expected);
+    expect(rules.filter((r) => r.health !== "ok")).toEqual([]);
+  });
+});
