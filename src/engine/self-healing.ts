@@ -127,6 +127,8 @@ export function createSelfHealing(options: SelfHealingOptions): SelfHealing {
     resolved.meterProvider,
     () => health.last?.status,
     () => breakers.states(clock.now()),
+    // Read without lifting read-only mode: lifting is for the next call's guard to decide.
+    () => health.last && (degradedAt !== undefined || health.last.status === "critical"),
   );
   const eventLog =
     recovery.eventLog === undefined ? undefined : new JsonlLog(recovery.eventLog, logger);

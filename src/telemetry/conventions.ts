@@ -153,6 +153,8 @@ export const METRIC_FAILOVER_COST_DIFFERENTIAL = "selfheal_failover_cost_differe
 export const METRIC_ESCALATIONS = "selfheal_escalations";
 export const METRIC_HEALTH_STATUS = "selfheal_health_status";
 export const METRIC_CIRCUIT_STATE = "selfheal_circuit_state";
+/** 1 while the agent's write tools are refused (critical, or read-only after recovery), else 0. */
+export const METRIC_READ_ONLY = "selfheal_read_only";
 export const METRIC_WATCHDOG_VERDICTS = "selfheal_watchdog_verdicts";
 export const METRIC_WATCHDOG_RECOVERIES = "selfheal_watchdog_recoveries";
 

@@ -27,6 +27,7 @@ import {
   METRIC_RECOVERY_DURATION,
   METRIC_WASTED_RETRIES,
   METRIC_HEALTH_STATUS,
+  METRIC_READ_ONLY,
   METRIC_INCIDENTS,
   METRIC_LLM_RESPONSES,
   METRIC_TASKS,
@@ -85,6 +86,7 @@ export class SelfHealMetrics {
     meterProvider: MeterProvider | undefined,
     healthStatus: () => HealthStatus | undefined,
     circuits: () => [string, (typeof CIRCUIT_STATES)[number]][],
+    readOnly: () => boolean | undefined,
   ) {
     const meter = (meterProvider ?? metrics.getMeterProvider()).getMeter(INSTRUMENTATION_SCOPE);
     this.toolCalls = meter.createCounter(METRIC_TOOL_CALLS, {
@@ -110,6 +112,14 @@ export class SelfHealMetrics {
       .addCallback((result) => {
         const status = healthStatus();
         if (status) result.observe(HEALTH_STATUSES.indexOf(status), { [LABEL_AGENT]: agent });
+      });
+    meter
+      .createObservableGauge(METRIC_READ_ONLY, {
+        description: "1 while the agent's write tools are refused (critical or read-only mode).",
+      })
+      .addCallback((result) => {
+        const refused = readOnly();
+        if (refused !== undefined) result.observe(refused ? 1 : 0, { [LABEL_AGENT]: agent });
       });
     this.taskLabels = {
       completed: { [LABEL_AGENT]: agent, [LABEL_OUTCOME]: "completed" },

@@ -72,18 +72,18 @@ const ROWS: RowSpec[] = [
       {
         title: "Read-only periods",
         description:
-          "When the agent's write tools were refused. There is no read-only metric: this shows the agent's critical periods (selfheal_health_status = 2), which are read-only by rule. Read-only mode set by a degrade_to_readonly step without the agent turning critical shows only in 'Writes refused' below.",
+          "selfheal_read_only: 1 while the agent's write tools are refused, because the agent is critical or because a degrade_to_readonly step made it read-only until health recovers.",
         type: "state-timeline",
         unit: "none",
         targets: [
           {
-            expr: `max by (agent) (selfheal_health_status{${A}} == bool 2)`,
+            expr: `max by (agent) (selfheal_read_only{${A}})`,
             legend: "{{agent}}",
           },
         ],
         states: [
           { value: 0, text: "writes allowed", color: "green" },
-          { value: 1, text: "read-only (critical)", color: "red" },
+          { value: 1, text: "read-only", color: "red" },
         ],
         min: 0,
         max: 1,

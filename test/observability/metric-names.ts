@@ -42,6 +42,7 @@ function instrumentKinds(): Map<string, Kind> {
     provider,
     () => undefined,
     () => [],
+    () => undefined,
   );
   return kinds;
 }
