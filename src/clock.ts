@@ -23,6 +23,14 @@ export function abortReason(signal: AbortSignal): unknown {
 /** Read once: the getter is slow enough to show on the per-call path. */
 const timeOrigin = performance.timeOrigin;
 
+/**
+ * Node.js runs a timer of at most 2^31-1 ms; a longer one fires after 1 ms instead. Options are
+ * refused past it, and delays derived from them (a doubled timeout, a default deadline of 3 x
+ * the timeout) are cut to it here, so they fire late rather than at once.
+ */
+const LONGEST_TIMER_MS = 2 ** 31 - 1;
+const timerMs = (ms: number): number => Math.min(ms, LONGEST_TIMER_MS);
+
 /** Wall-clock time with sub-millisecond resolution, and real timers. */
 export const systemClock: Clock = {
   now: () => timeOrigin + performance.now(),
@@ -39,12 +47,12 @@ export const systemClock: Clock = {
       const timer = setTimeout(() => {
         signal?.removeEventListener("abort", onAbort);
         resolve();
-      }, ms);
+      }, timerMs(ms));
       signal?.addEventListener("abort", onAbort, { once: true });
     });
   },
   setTimer(ms, callback, options) {
-    const timer = setTimeout(callback, ms);
+    const timer = setTimeout(callback, timerMs(ms));
     if (options?.unref) timer.unref();
     return () => {
       clearTimeout(timer);

@@ -14,6 +14,7 @@ export type { CallContext, CallMode } from "./engine/call-context.js";
 export type { WrappedTool, CallResult } from "./engine/tool.js";
 export type { RecoveryEvent } from "./engine/recovery-step.js";
 export type { Plans, RecoveryOptions, UnknownPolicy } from "./engine/options.js";
+export type { EventLogOptions } from "./recovery/event-log.js";
 export type { ProviderConfig, Usage } from "./recovery/providers.js";
 export type { BackoffOptions } from "./recovery/backoff.js";
 export type { BreakerOptions, BreakerState } from "./recovery/breaker.js";

@@ -3,9 +3,13 @@
  * The `selfheal` command. `selfheal demo` plays an incident scenario on virtual time, on the
  * in-memory default (no server), and shows selfheal heal the agent.
  */
-import { readFile, writeFile } from "node:fs/promises";
+import { readFileSync } from "node:fs";
+import { access, constants, stat, writeFile } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { analyze, parseEvents } from "../report/analyze.js";
+import { eventLogProblem } from "../recovery/event-log.js";
+import { ReviewBuilder } from "../report/analyze.js";
+import { readInto } from "../report/read.js";
 import { renderHtml } from "../report/render-html.js";
 import { renderText } from "../report/render-text.js";
 import { runScenario, type TimelineEntry } from "../sim/run.js";
@@ -18,18 +22,24 @@ Commands:
   demo      Play an incident on virtual time and watch selfheal heal the agent
   report    The weekly review of a recovery event log (recovery.eventLog JSONL)
 
-Run "selfheal <command> --help" for its options.`;
+Run "selfheal <command> --help" for its options; "selfheal --version" prints the version.`;
+
+/** --speed bounds: slower would wait longer than a timer can; faster is "as fast as it runs". */
+const MIN_SPEED = 0.1;
+const MAX_SPEED = 1e6;
 
 const DEMO_USAGE = `Usage: selfheal demo [--scenario NAME] [--speed N] [--json] [--metrics-port PORT]
+                    [--event-log FILE]
 
 Plays an hour of incident against a simulated agent fleet in a few seconds, every tool call
 going through selfheal with its defaults, and prints the timeline and a summary.
 
 Options:
   --scenario NAME  one of: ${Object.keys(SCENARIOS).join(", ")} (default provider-outage)
-  --speed N        virtual seconds per real second (default: as fast as it runs)
+  --speed N        virtual seconds per real second, ${MIN_SPEED} to ${MAX_SPEED} (default: as fast as it runs)
   --json           print one JSON object with the run's figures instead
   --metrics-port P serve the run's Prometheus metrics on 127.0.0.1:P/metrics while it runs
+  --event-log FILE append the run's recovery events to FILE (JSONL), for "selfheal report FILE"
   --list           list the scenarios
   -h, --help       this help
 
@@ -37,11 +47,14 @@ With OTEL_EXPORTER_OTLP_ENDPOINT (or a per-signal endpoint) set, the run's spans
 are exported there over OTLP/HTTP, protobuf unless OTEL_EXPORTER_OTLP_PROTOCOL=http/json; the
 other OTEL_* variables (headers, service name, resource attributes, sampler) apply.`;
 
-const REPORT_USAGE = `Usage: selfheal report FILE.jsonl [--html OUT.html]
+const REPORT_USAGE = `Usage: selfheal report FILE.jsonl [MORE.jsonl ...] [--html OUT.html]
 
 Reads a recovery event log (the JSONL file of recovery.eventLog) and prints the review: top
 failure patterns, UNKNOWN share and sample texts per tool (the rules to write), the success of
-each strategy, MTTR percentiles and cost per incident.
+each strategy, the outcomes, MTTR percentiles and cost per incident. With one FILE, its rotated
+files FILE.1, FILE.2, ... are read too, oldest first; with several, exactly those, in order.
+Lines that are not recovery events are counted, named and left out; a file set with no event
+at all exits 2.
 
 Options:
   --html OUT.html  also write a self-contained page with charts (no network needed to view it)
@@ -73,6 +86,7 @@ async function demo(argv: string[]): Promise<void> {
       speed: { type: "string" },
       json: { type: "boolean", default: false },
       "metrics-port": { type: "string" },
+      "event-log": { type: "string" },
       list: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
     },
@@ -87,7 +101,10 @@ async function demo(argv: string[]): Promise<void> {
     for (const s of Object.values(SCENARIOS)) console.log(`${s.name.padEnd(20)} ${s.description}`);
     return;
   }
-  const scenario = SCENARIOS[values.scenario];
+  // Own names only: "__proto__" or "constructor" is not a scenario.
+  const scenario = Object.hasOwn(SCENARIOS, values.scenario)
+    ? SCENARIOS[values.scenario]
+    : undefined;
   if (!scenario) {
     throw new UsageError(
       `unknown scenario "${values.scenario}" (known: ${Object.keys(SCENARIOS).join(", ")})`,
@@ -98,6 +115,8 @@ async function demo(argv: string[]): Promise<void> {
     speed = Number(values.speed);
     if (!Number.isFinite(speed) || speed <= 0)
       throw new UsageError(`--speed must be a positive number, got "${values.speed}"`);
+    if (speed < MIN_SPEED || speed > MAX_SPEED)
+      throw new UsageError(`--speed must be ${MIN_SPEED} to ${MAX_SPEED}, got "${values.speed}"`);
   }
   let metricsPort: number | undefined;
   if (values["metrics-port"] !== undefined) {
@@ -105,6 +124,11 @@ async function demo(argv: string[]): Promise<void> {
     if (!Number.isInteger(metricsPort) || metricsPort < 1 || metricsPort > 65_535) {
       throw new UsageError(`--metrics-port must be a port number, got "${values["metrics-port"]}"`);
     }
+  }
+  const eventLog = values["event-log"];
+  if (eventLog !== undefined) {
+    const problem = eventLog.trim() === "" ? "empty path" : eventLogProblem(eventLog);
+    if (problem !== undefined) throw new UsageError(`--event-log ${eventLog}: ${problem}`);
   }
   // The SDK is loaded only when asked for: the demo itself needs none.
   const env = process.env;
@@ -141,6 +165,7 @@ async function demo(argv: string[]): Promise<void> {
     if (telemetry.metricsUrl) console.log(`  metrics: ${telemetry.metricsUrl}`);
   }
   const result = await runScenario(scenario, {
+    ...(eventLog !== undefined && { eventLog }),
     telemetry: {
       tracerProvider: telemetry?.tracerProvider,
       meterProvider: telemetry?.meterProvider,
@@ -158,7 +183,9 @@ async function demo(argv: string[]): Promise<void> {
       if (speed !== undefined) {
         const due = wallStart + virtualMs / speed;
         const wait = due - performance.now();
-        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        // Within a timer's range whatever the speed (the bounds on --speed keep it there).
+        if (wait > 0)
+          await new Promise((resolve) => setTimeout(resolve, Math.min(wait, 2 ** 31 - 1)));
       }
     },
   });
@@ -204,6 +231,79 @@ async function demo(argv: string[]): Promise<void> {
     `\n${paint(1, "summary")} (${result.virtual_minutes} virtual minutes in ${((performance.now() - wallStart) / 1000).toFixed(1)} s)`,
   );
   for (const [k, v] of rows) console.log(`  ${k.padEnd(48)} ${v}`);
+  if (eventLog !== undefined) console.log(`\nrecovery events appended to ${oneLine(eventLog)}`);
+}
+
+/** An I/O failure as one line: the path and the error code, never a stack. */
+function ioProblem(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  const known: Record<string, string> = {
+    ENOENT: "no such file",
+    EISDIR: "is a folder",
+    EACCES: "permission denied",
+    EPERM: "permission denied",
+    ENOTDIR: "a part of the path is not a folder",
+  };
+  if (typeof code === "string")
+    return Object.hasOwn(known, code) ? `${known[code] ?? ""} (${code})` : code;
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** `file`, preceded by its rotated files, oldest first: FILE.N ... FILE.1, FILE. */
+async function rotatedSet(file: string): Promise<string[]> {
+  const older: string[] = [];
+  for (let i = 1; i <= 10_000; i++) {
+    const candidate = `${file}.${i}`;
+    const found = await stat(candidate).then(
+      (s) => s.isFile(),
+      () => false,
+    );
+    if (!found) break;
+    older.unshift(candidate);
+  }
+  return [...older, file];
+}
+
+/** Each input is a readable file: else one line, exit 2, before any work. */
+async function checkInputs(files: string[]): Promise<{ dev: number; ino: number }[]> {
+  const ids: { dev: number; ino: number }[] = [];
+  for (const file of files) {
+    try {
+      const s = await stat(file);
+      if (s.isDirectory()) throw Object.assign(new Error("is a folder"), { code: "EISDIR" });
+      await access(file, constants.R_OK);
+      ids.push({ dev: s.dev, ino: s.ino });
+    } catch (error) {
+      throw new UsageError(`cannot read ${file}: ${ioProblem(error)}`);
+    }
+  }
+  return ids;
+}
+
+const sameFile = (a: { dev: number; ino: number } | undefined, b: { dev: number; ino: number }) =>
+  a !== undefined && a.dev === b.dev && a.ino === b.ino;
+
+/** The HTML can be written, and not over an input (a hard link or symlink to one included). */
+async function checkHtmlTarget(
+  html: string,
+  files: string[],
+  ids: { dev: number; ino: number }[],
+): Promise<void> {
+  const folder = dirname(resolve(html));
+  try {
+    if (!(await stat(folder)).isDirectory())
+      throw Object.assign(new Error("not a folder"), { code: "ENOTDIR" });
+    await access(folder, constants.W_OK);
+  } catch (error) {
+    throw new UsageError(`cannot write ${html}: folder ${folder}: ${ioProblem(error)}`);
+  }
+  const target = await stat(html).catch(() => undefined);
+  if (target?.isDirectory()) throw new UsageError(`cannot write ${html}: is a folder (EISDIR)`);
+  const same = files.find(
+    (f, i) => resolve(f) === resolve(html) || (target !== undefined && sameFile(ids[i], target)),
+  );
+  if (same !== undefined)
+    throw new UsageError(`refusing to write the HTML over the input file ${same}`);
 }
 
 async function report(argv: string[]): Promise<void> {
@@ -217,31 +317,58 @@ async function report(argv: string[]): Promise<void> {
     console.log(REPORT_USAGE);
     return;
   }
-  const [file, ...extra] = positionals;
-  if (file === undefined)
+  const [first] = positionals;
+  if (first === undefined)
     throw new UsageError("report needs the event log: selfheal report FILE.jsonl");
-  if (extra.length) throw new UsageError(`unexpected argument "${extra[0] ?? ""}"`);
-  let text: string;
-  try {
-    text = await readFile(file, "utf8");
-  } catch (error) {
-    throw new UsageError(
-      `cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
-    );
+  const files = positionals.length === 1 ? await rotatedSet(first) : positionals;
+  const ids = await checkInputs(files);
+  if (values.html !== undefined) await checkHtmlTarget(values.html, files, ids);
+  const builder = new ReviewBuilder();
+  for (const file of files) {
+    try {
+      await readInto(file, builder, files.length > 1 ? oneLine(file) : undefined);
+    } catch (error) {
+      throw new UsageError(`cannot read ${file}: ${ioProblem(error)}`);
+    }
   }
-  const { events, malformed } = parseEvents(text);
-  const review = analyze(events, malformed);
+  const review = builder.review();
+  if (review.events === 0) {
+    const why = review.malformed
+      ? `${review.malformed} lines, none a recovery event; ${review.malformedSamples[0] ?? ""}`
+      : "the file is empty";
+    throw new UsageError(`no recovery events in ${files.join(", ")} (${why})`);
+  }
   console.log(renderText(review));
   if (values.html !== undefined) {
-    await writeFile(values.html, renderHtml(review));
+    try {
+      await writeFile(values.html, renderHtml(review));
+    } catch (error) {
+      throw new UsageError(`cannot write ${values.html}: ${ioProblem(error)}`);
+    }
     console.log(`\nwrote ${oneLine(values.html)}`);
   }
 }
 
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
+    version?: unknown;
+  };
+  return String(pkg.version);
+}
+
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
-  if (command === undefined || command === "--help" || command === "-h" || command === "help") {
+  if (command === undefined) {
+    process.stderr.write(`${USAGE}\n`);
+    process.exitCode = 2;
+    return;
+  }
+  if (command === "--help" || command === "-h" || command === "help") {
     console.log(USAGE);
+    return;
+  }
+  if (command === "--version" || command === "-v" || command === "version") {
+    console.log(version());
     return;
   }
   if (command === "demo") return demo(rest);
@@ -249,15 +376,24 @@ async function main(argv: string[]): Promise<void> {
   throw new UsageError(`unknown command "${command}" (known: demo, report)`);
 }
 
+// A closed stdout (`selfheal demo | head -1`) is the reader saying it has seen enough.
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code === "EPIPE") process.exit(0);
+  process.stderr.write(`selfheal: cannot write the output: ${error.code ?? error.message}\n`);
+  process.exit(1);
+});
+
 main(process.argv.slice(2)).catch((error: unknown) => {
   // parseArgs throws TypeErrors with ERR_PARSE_ARGS_* codes for bad flags: usage errors too.
   const code = (error as { code?: unknown }).code;
   if (
     error instanceof UsageError ||
+    code === "SELFHEAL_CONFIG" ||
     (typeof code === "string" && code.startsWith("ERR_PARSE_ARGS"))
   ) {
     // Arguments are echoed in usage errors: shown, never obeyed by the terminal.
-    process.stderr.write(`selfheal: ${oneLine((error as Error).message)}\n`);
+    const message = (error as Error).message.replace(/^selfheal: /, "");
+    process.stderr.write(`selfheal: ${oneLine(message)}\n`);
     process.exitCode = 2;
     return;
   }

@@ -24,6 +24,13 @@ import { DEFAULT_NOTIFY_TIMEOUT_MS, DEFAULT_THROTTLE_MS } from "../notify/escala
 import { DEFAULT_BACKOFF, type BackoffOptions } from "../recovery/backoff.js";
 import { DEFAULT_BREAKER, type BreakerOptions } from "../recovery/breaker.js";
 import { DEFAULT_LEDGER, type LedgerOptions } from "../recovery/idempotency.js";
+import {
+  DEFAULT_EVENT_LOG_KEEP,
+  DEFAULT_EVENT_LOG_MAX_BYTES,
+  eventLogProblem,
+  type EventLogOptions,
+  type ResolvedEventLog,
+} from "../recovery/event-log.js";
 import type { ProviderConfig } from "../recovery/providers.js";
 import { checkPlan, type PlanStep } from "../diagnosis/rules.js";
 import { PATTERNS, type Pattern } from "../telemetry/conventions.js";
@@ -128,8 +135,11 @@ export interface RecoveryOptions {
   notifyTimeoutMs?: number;
   /** Warm-up probe period for providers with `warmup`, ms (default 15 min). */
   warmupIntervalMs?: number;
-  /** Append every recovery event to this JSONL file. */
-  eventLog?: string;
+  /**
+   * Append every recovery event to this JSONL file; as an object, rotate it: past `maxBytes`
+   * (default 50 MB) it becomes `path.1`, older ones shift, up to `keep` (default 5) are kept.
+   */
+  eventLog?: string | EventLogOptions;
   /** Source of jitter (default Math.random); the simulator passes a seeded one. */
   random?: () => number;
 }
@@ -225,7 +235,7 @@ export interface ResolvedRecovery {
   throttleMs: number;
   notifyTimeoutMs: number;
   warmupIntervalMs: number;
-  eventLog: string | undefined;
+  eventLog: ResolvedEventLog | undefined;
   random: () => number;
 }
 
@@ -268,11 +278,33 @@ function isPlain(value: unknown): value is Plain {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+/** What a value is, for "expected …, got …" messages: `null` and arrays by name. */
+function kindOf(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return typeof value;
+}
+
 function object(value: unknown, field: string): Plain {
   if (!isPlain(value))
-    throw new SelfHealConfigError(field, `expected an object, got ${typeof value}`);
+    throw new SelfHealConfigError(field, `expected an object, got ${kindOf(value)}`);
   return value;
 }
+
+/** An object with the methods selfheal calls on it, each named when missing. */
+function withMethods(value: unknown, field: string, methods: readonly string[]): void {
+  const o = object(value, field);
+  for (const method of methods) {
+    if (typeof o[method] !== "function")
+      throw new SelfHealConfigError(field, `missing method ${method}()`);
+  }
+}
+
+/**
+ * The longest timer Node.js runs: a longer delay is replaced by 1 ms with a warning
+ * (TimeoutOverflowWarning), so a timeout of 2^31 ms would fire at once on every call.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 function knownKeys(value: Plain, allowed: readonly string[], field: string): void {
   for (const key of Object.keys(value)) {
@@ -304,8 +336,11 @@ function number(value: unknown, field: string, rule: NumberRule = {}): void {
     throw new SelfHealConfigError(field, `expected an integer, got ${value}`);
   if (rule.min !== undefined && value < rule.min)
     throw new SelfHealConfigError(field, `must be >= ${rule.min}, got ${value}`);
-  if (rule.max !== undefined && value > rule.max)
-    throw new SelfHealConfigError(field, `must be <= ${rule.max}, got ${value}`);
+  if (rule.max !== undefined && value > rule.max) {
+    const why =
+      rule.max === MAX_TIMER_MS ? " (the longest timer Node.js runs, about 24.8 days)" : "";
+    throw new SelfHealConfigError(field, `must be <= ${rule.max}${why}, got ${value}`);
+  }
 }
 
 function nonEmptyString(value: unknown, field: string): asserts value is string {
@@ -328,6 +363,43 @@ function optionalBoolean(value: unknown, field: string): void {
 
 const SHARE = { min: 0, max: 1, nullable: true };
 const COUNT = { min: 0, integer: true };
+/** A duration in ms, at least `min`, at most the longest timer Node.js runs. */
+const ms = (min: number): NumberRule => ({ min, max: MAX_TIMER_MS });
+
+/**
+ * Levels of one threshold group in the order they must come: `lowerIsWorse` groups (rates of
+ * success) need warning >= critical, the others (rates of trouble, latency factors)
+ * warning <= critical. A level that is off (null) is not compared.
+ */
+const THRESHOLD_ORDER: Record<
+  keyof HealthThresholds,
+  { warning: string; critical: string; lowerIsWorse: boolean }
+> = {
+  successRate: { warning: "warning", critical: "critical", lowerIsWorse: true },
+  latency: { warning: "warningFactor", critical: "criticalFactor", lowerIsWorse: false },
+  emptyResponses: { warning: "warning", critical: "critical", lowerIsWorse: false },
+  taskCompletion: { warning: "warning", critical: "critical", lowerIsWorse: true },
+};
+
+/** Thresholds after merging (defaults, agent, tool): each warning level before its critical one. */
+function checkThresholdOrder(t: HealthThresholds, field: string): void {
+  for (const [group, order] of Object.entries(THRESHOLD_ORDER)) {
+    const levels = t[group as keyof HealthThresholds] as unknown as Record<string, number | null>;
+    const warning = levels[order.warning];
+    const critical = levels[order.critical];
+    if (warning === null || warning === undefined || critical === null || critical === undefined)
+      continue;
+    const wrong = order.lowerIsWorse ? warning < critical : warning > critical;
+    if (wrong) {
+      const relation = order.lowerIsWorse ? ">=" : "<=";
+      throw new SelfHealConfigError(
+        `${field}.${group}.${order.warning}`,
+        `must be ${relation} ${order.critical} (${critical}, after defaults are applied): ` +
+          `warning comes before critical, got ${warning}`,
+      );
+    }
+  }
+}
 
 function validateThresholds(value: unknown, field: string): ThresholdOverrides {
   const o = object(value, field);
@@ -337,7 +409,7 @@ function validateThresholds(value: unknown, field: string): ThresholdOverrides {
       warningFactor: { min: 1, nullable: true },
       criticalFactor: { min: 1, nullable: true },
       minSamples: COUNT,
-      baselineMs: { min: 0, nullable: true },
+      baselineMs: { min: 0, max: MAX_TIMER_MS, nullable: true },
     },
     emptyResponses: { warning: SHARE, critical: SHARE, minSamples: COUNT },
     taskCompletion: { warning: SHARE, critical: SHARE, minSamples: COUNT },
@@ -384,27 +456,16 @@ export function resolveOptions(input: unknown): ResolvedOptions {
   const o = object(input, "options");
   knownKeys(o, TOP_LEVEL, "");
   nonEmptyString(o.agent, "agent");
-  if (o.store !== undefined) {
-    const store = object(o.store, "store");
-    for (const method of ["recordCall", "recordTask", "read"]) {
-      if (typeof store[method] !== "function")
-        throw new SelfHealConfigError("store", `missing method ${method}()`);
-    }
-  }
-  if (o.clock !== undefined) {
-    const clock = object(o.clock, "clock");
-    for (const method of ["now", "sleep", "setTimer"]) {
-      if (typeof clock[method] !== "function")
-        throw new SelfHealConfigError("clock", `missing method ${method}()`);
-    }
-  }
+  if (o.store !== undefined) withMethods(o.store, "store", ["recordCall", "recordTask", "read"]);
+  if (o.clock !== undefined) withMethods(o.clock, "clock", ["now", "sleep", "setTimer"]);
+  if (o.tracerProvider !== undefined)
+    withMethods(o.tracerProvider, "tracerProvider", ["getTracer"]);
+  if (o.meterProvider !== undefined) withMethods(o.meterProvider, "meterProvider", ["getMeter"]);
   optionalBoolean(o.recordArguments, "recordArguments");
   optionalBoolean(o.recordResults, "recordResults");
   if (o.maxErrorLength !== undefined)
     number(o.maxErrorLength, "maxErrorLength", { min: 16, integer: true });
-  if (o.logger !== undefined && typeof object(o.logger, "logger").warn !== "function") {
-    throw new SelfHealConfigError("logger", "missing method warn()");
-  }
+  if (o.logger !== undefined) withMethods(o.logger, "logger", ["warn"]);
 
   const health = o.health === undefined ? {} : object(o.health, "health");
   knownKeys(health, HEALTH_KEYS, "health");
@@ -412,13 +473,13 @@ export function resolveOptions(input: unknown): ResolvedOptions {
     Object.fromEntries(Object.entries(health).filter(([k]) => k in DEFAULT_THRESHOLDS)),
     "health",
   );
-  if (health.cacheMs !== undefined) number(health.cacheMs, "health.cacheMs", { min: 0 });
+  if (health.cacheMs !== undefined) number(health.cacheMs, "health.cacheMs", ms(0));
   if (health.baselineTauMs !== undefined)
-    number(health.baselineTauMs, "health.baselineTauMs", { min: 1 });
+    number(health.baselineTauMs, "health.baselineTauMs", ms(1));
   const windows = health.windows === undefined ? {} : object(health.windows, "health.windows");
   knownKeys(windows, Object.keys(DEFAULT_WINDOWS), "health.windows");
   for (const key of ["callWindowMs", "taskWindowMs", "recentWindowMs"]) {
-    if (windows[key] !== undefined) number(windows[key], `health.windows.${key}`, { min: 1_000 });
+    if (windows[key] !== undefined) number(windows[key], `health.windows.${key}`, ms(1_000));
   }
   const callWindowMs = (windows.callWindowMs as number | undefined) ?? DEFAULT_WINDOWS.callWindowMs;
   const recentWindowMs =
@@ -439,9 +500,12 @@ export function resolveOptions(input: unknown): ResolvedOptions {
     });
   }
   const tools = health.tools === undefined ? {} : object(health.tools, "health.tools");
+  const thresholds = mergeThresholds(DEFAULT_THRESHOLDS, overrides);
+  checkThresholdOrder(thresholds, "health");
   const toolThresholds: Record<string, ThresholdOverrides> = {};
   for (const [name, value] of Object.entries(tools)) {
     toolThresholds[name] = validateThresholds(value, `health.tools.${name}`);
+    checkThresholdOrder(mergeThresholds(thresholds, toolThresholds[name]), `health.tools.${name}`);
   }
   if (o.store !== undefined && health.windows !== undefined) {
     throw new SelfHealConfigError(
@@ -459,7 +523,7 @@ export function resolveOptions(input: unknown): ResolvedOptions {
     clock: opts.clock ?? systemClock,
     tracerProvider: opts.tracerProvider,
     meterProvider: opts.meterProvider,
-    thresholds: mergeThresholds(DEFAULT_THRESHOLDS, overrides),
+    thresholds,
     toolThresholds,
     cacheMs: (health.cacheMs as number | undefined) ?? DEFAULT_STATUS_CACHE_MS,
     baselineTauMs: (health.baselineTauMs as number | undefined) ?? DEFAULT_BASELINE_TAU_MS,
@@ -500,7 +564,7 @@ function resolveDiagnosis(input: unknown) {
     }
   }
   for (const key of ["statusPageTimeoutMs", "statusPageCacheMs", "escalateTimeoutMs"]) {
-    if (d[key] !== undefined) number(d[key], `diagnosis.${key}`, { min: 1 });
+    if (d[key] !== undefined) number(d[key], `diagnosis.${key}`, ms(1));
   }
   const drift = d.drift === undefined ? {} : object(d.drift, "diagnosis.drift");
   knownKeys(drift, Object.keys(DEFAULT_DRIFT), "diagnosis.drift");
@@ -566,6 +630,23 @@ function numbers(group: Plain, rules: Record<string, NumberRule>, field: string)
   }
 }
 
+/** `recovery.eventLog`: a path, or { path, maxBytes, keep }; the file must be writable now. */
+function resolveEventLog(value: unknown): ResolvedEventLog {
+  const field = "recovery.eventLog";
+  const o: Plain = typeof value === "string" ? { path: value } : object(value, field);
+  knownKeys(o, ["path", "maxBytes", "keep"], field);
+  nonEmptyString(o.path, typeof value === "string" ? field : `${field}.path`);
+  if (o.maxBytes !== undefined) number(o.maxBytes, `${field}.maxBytes`, { min: 1, integer: true });
+  if (o.keep !== undefined) number(o.keep, `${field}.keep`, { min: 1, max: 1000, integer: true });
+  const problem = eventLogProblem(o.path);
+  if (problem !== undefined) throw new SelfHealConfigError(field, `cannot write: ${problem}`);
+  return {
+    path: o.path,
+    maxBytes: (o.maxBytes as number | undefined) ?? DEFAULT_EVENT_LOG_MAX_BYTES,
+    keep: (o.keep as number | undefined) ?? DEFAULT_EVENT_LOG_KEEP,
+  };
+}
+
 function resolveRecovery(input: unknown): ResolvedRecovery {
   const r = input === undefined ? {} : object(input, "recovery");
   knownKeys(r, RECOVERY_KEYS, "recovery");
@@ -605,11 +686,11 @@ function resolveRecovery(input: unknown): ResolvedRecovery {
   numbers(
     backoff,
     {
-      baseMs: { min: 1 },
+      baseMs: ms(1),
       factor: { min: 1 },
       maxAttempts: { min: 1, max: 100, integer: true },
       jitter: { min: 0, max: 1 },
-      maxRetryAfterMs: { min: 0 },
+      maxRetryAfterMs: ms(0),
     },
     "recovery.backoff",
   );
@@ -623,12 +704,12 @@ function resolveRecovery(input: unknown): ResolvedRecovery {
   numbers(
     breaker,
     {
-      baseOpenMs: { min: 1 },
-      maxOpenMs: { min: 1 },
-      probeTimeoutMs: { min: 1 },
+      baseOpenMs: ms(1),
+      maxOpenMs: ms(1),
+      probeTimeoutMs: ms(1),
       failureRate: { min: 0, max: 1 },
       minimumAttempts: { min: 1, integer: true },
-      windowMs: { min: 1_000 },
+      windowMs: ms(1_000),
     },
     "recovery.breaker",
   );
@@ -639,7 +720,7 @@ function resolveRecovery(input: unknown): ResolvedRecovery {
       `must be >= baseOpenMs (${breakerOptions.baseOpenMs}), got ${breakerOptions.maxOpenMs}`,
     );
   }
-  if (r.deadlineMs !== undefined) number(r.deadlineMs, "recovery.deadlineMs", { min: 1 });
+  if (r.deadlineMs !== undefined) number(r.deadlineMs, "recovery.deadlineMs", ms(1));
   if (r.unknown !== undefined && r.unknown !== "retry-once" && r.unknown !== "none") {
     throw new SelfHealConfigError(
       "recovery.unknown",
@@ -647,7 +728,7 @@ function resolveRecovery(input: unknown): ResolvedRecovery {
     );
   }
   const ledger = group("ledger");
-  numbers(ledger, { ttlMs: { min: 1 }, maxEntries: { min: 1, integer: true } }, "recovery.ledger");
+  numbers(ledger, { ttlMs: ms(1), maxEntries: { min: 1, integer: true } }, "recovery.ledger");
   numbers(
     Object.fromEntries(
       [
@@ -663,11 +744,11 @@ function resolveRecovery(input: unknown): ResolvedRecovery {
     ),
     {
       maxTimeoutDoublings: { min: 1, max: 10, integer: true },
-      baseTimeoutMs: { min: 1 },
+      baseTimeoutMs: ms(1),
       budgetUsd: { min: 0 },
-      throttleMs: { min: 0 },
-      notifyTimeoutMs: { min: 1 },
-      warmupIntervalMs: { min: 1_000 },
+      throttleMs: ms(0),
+      notifyTimeoutMs: ms(1),
+      warmupIntervalMs: ms(1_000),
     },
     "recovery",
   );
@@ -684,7 +765,7 @@ function resolveRecovery(input: unknown): ResolvedRecovery {
       }
     });
   }
-  if (r.eventLog !== undefined) nonEmptyString(r.eventLog, "recovery.eventLog");
+  const eventLog = r.eventLog === undefined ? undefined : resolveEventLog(r.eventLog);
   optionalFunction(r.random, "recovery.random");
   return {
     providers,
@@ -701,7 +782,7 @@ function resolveRecovery(input: unknown): ResolvedRecovery {
     throttleMs: (r.throttleMs as number | undefined) ?? DEFAULT_THROTTLE_MS,
     notifyTimeoutMs: (r.notifyTimeoutMs as number | undefined) ?? DEFAULT_NOTIFY_TIMEOUT_MS,
     warmupIntervalMs: (r.warmupIntervalMs as number | undefined) ?? 15 * 60_000,
-    eventLog: r.eventLog,
+    eventLog,
     random: (r.random as (() => number) | undefined) ?? Math.random,
   };
 }
@@ -746,8 +827,8 @@ export function validateToolOptions(
   if (o.kind !== undefined && o.kind !== "tool" && o.kind !== "llm") {
     throw new SelfHealConfigError(`${field}.kind`, `expected "tool" or "llm", got ${show(o.kind)}`);
   }
-  if (o.timeoutMs !== undefined) number(o.timeoutMs, `${field}.timeoutMs`, { min: 1 });
-  if (o.deadlineMs !== undefined) number(o.deadlineMs, `${field}.deadlineMs`, { min: 1 });
+  if (o.timeoutMs !== undefined) number(o.timeoutMs, `${field}.timeoutMs`, ms(1));
+  if (o.deadlineMs !== undefined) number(o.deadlineMs, `${field}.deadlineMs`, ms(1));
   optionalFunction(o.idempotencyKey, `${field}.idempotencyKey`);
   optionalFunction(o.isEmpty, `${field}.isEmpty`);
   if (o.provider !== undefined) nonEmptyString(o.provider, `${field}.provider`);
@@ -787,7 +868,7 @@ export function validateCallOptions(tool: string, input: unknown): CallOptions {
   }
   if (o.idempotencyKey !== undefined) nonEmptyString(o.idempotencyKey, `${field}.idempotencyKey`);
   if (o.toolCallId !== undefined) nonEmptyString(o.toolCallId, `${field}.toolCallId`);
-  if (o.timeoutMs !== undefined) number(o.timeoutMs, `${field}.timeoutMs`, { min: 1 });
-  if (o.deadlineMs !== undefined) number(o.deadlineMs, `${field}.deadlineMs`, { min: 1 });
+  if (o.timeoutMs !== undefined) number(o.timeoutMs, `${field}.timeoutMs`, ms(1));
+  if (o.deadlineMs !== undefined) number(o.deadlineMs, `${field}.deadlineMs`, ms(1));
   return o;
 }

@@ -191,10 +191,19 @@ export function createSelfHealing(options: SelfHealingOptions): SelfHealing {
     engine.metrics.task(outcome);
   };
 
+  const toolNames = new Set<string>();
+
   return {
     tool(name, toolOptions, fn) {
       if (closed) throw new SelfHealClosedError(`tool("${name}") was registered`);
       validateToolOptions(name, toolOptions, fn, recovery.providers);
+      if (toolNames.has(name)) {
+        throw new SelfHealConfigError(
+          `tool("${name}")`,
+          "a tool of this name is already registered: two tools would share one health scope and breaker; give each its own name",
+        );
+      }
+      toolNames.add(name);
       return instrumentTool(engine, name, toolOptions, fn);
     },
 

@@ -1,5 +1,4 @@
 import type { RecoveryEvent } from "../engine/recovery-step.js";
-import { quantile } from "../stats.js";
 import { redact } from "../telemetry/redact.js";
 
 /** The weekly review of a recovery event log. */
@@ -7,6 +6,8 @@ export interface Review {
   events: number;
   /** Lines that were not recovery events (kept out, counted). */
   malformed: number;
+  /** The first few of them, named: `line 7: costUsd is not a number`. */
+  malformedSamples: string[];
   from: string | undefined;
   to: string | undefined;
   patterns: { pattern: string; incidents: number; share: number }[];
@@ -19,129 +20,269 @@ export interface Review {
     samples: { text: string; count: number }[];
   }[];
   strategies: { strategy: string; runs: number; recovered: number; successRate: number }[];
-  outcomes: Record<string, number>;
+  /** Incidents per outcome, with their share and duration percentiles (first error to end). */
+  outcomes: {
+    outcome: string;
+    incidents: number;
+    share: number;
+    p50Seconds: number | null;
+    p90Seconds: number | null;
+  }[];
   mttrSeconds: { count: number; p50: number | null; p90: number | null; p99: number | null };
   costUsd: number;
   costPerIncidentUsd: number;
 }
 
 const SAMPLES_PER_TOOL = 5;
+/**
+ * Distinct UNKNOWN texts remembered per tool (the latest ones; an older text that comes back
+ * starts its count again). Bounds memory whatever the log holds.
+ */
+const TEXTS_TRACKED_PER_TOOL = 50;
 /** Longest sample text shown: the review is for reading, the log keeps the rest. */
 const MAX_SAMPLE_LENGTH = 512;
-
-/** A finite number from the log, else 0 (a hand-edited or foreign line must not poison sums). */
-const finite = (value: unknown): number =>
-  typeof value === "number" && Number.isFinite(value) ? value : 0;
+/** Distinct raw texts whose redaction is remembered (the cache is emptied when full). */
+const REDACT_CACHE_SIZE = 1024;
+/** Bad lines named in the review (all are counted). */
+const MALFORMED_NAMED = 5;
+/** Largest time a Date can hold, ms from the epoch. */
+const MAX_TIME = 8.64e15;
 
 /**
- * An event's error text as the review shows it: redacted again, whichever version (or hand)
- * wrote the log.
+ * Durations for percentiles in bounded memory. The first EXACT_LIMIT values are kept as they
+ * are (nearest-rank percentiles, exact); past that they are folded into a log-bucket histogram
+ * (DDSketch-like: bucket i holds (γ^(i-1), γ^i] with γ = 1.01, so a percentile is within 0.5 %
+ * of the true value), whose size depends on the spread of the values, never on their number
+ * (about 2,800 buckets from 1 µs to 11 days).
  */
-const textOf = (error: unknown): string =>
-  typeof error === "string" ? redact(error, MAX_SAMPLE_LENGTH) : "(no error text)";
+export class DurationSketch {
+  static readonly EXACT_LIMIT = 10_000;
+  private static readonly GAMMA = 1.01;
+  private static readonly LOG_GAMMA = Math.log(DurationSketch.GAMMA);
+  private exact: number[] | undefined = [];
+  private readonly buckets = new Map<number, number>();
+  private zeros = 0;
+  count = 0;
 
-function isEvent(value: unknown): value is RecoveryEvent {
-  if (typeof value !== "object" || value === null) return false;
-  const e = value as Record<string, unknown>;
-  return (
-    typeof e.tool === "string" &&
-    typeof e.pattern === "string" &&
-    typeof e.outcome === "string" &&
-    typeof e.at === "number" &&
-    Math.abs(e.at) <= 8.64e15 && // a time a Date can hold
-    Array.isArray(e.steps)
-  );
-}
-
-/** Reads JSONL text: one recovery event a line; a line that is not one is counted, not fatal. */
-export function parseEvents(text: string): { events: RecoveryEvent[]; malformed: number } {
-  const events: RecoveryEvent[] = [];
-  let malformed = 0;
-  for (const line of text.split("\n")) {
-    if (line.trim() === "") continue;
-    try {
-      const value: unknown = JSON.parse(line);
-      if (isEvent(value)) events.push(value);
-      else malformed++;
-    } catch {
-      malformed++;
+  add(value: number): void {
+    this.count++;
+    if (this.exact) {
+      this.exact.push(value);
+      if (this.exact.length <= DurationSketch.EXACT_LIMIT) return;
+      const all = this.exact;
+      this.exact = undefined;
+      for (const v of all) this.fold(v);
+      return;
     }
+    this.fold(value);
   }
-  return { events, malformed };
+
+  private fold(value: number): void {
+    if (value <= 0) {
+      this.zeros++;
+      return;
+    }
+    const i = Math.ceil(Math.log(value) / DurationSketch.LOG_GAMMA);
+    this.buckets.set(i, (this.buckets.get(i) ?? 0) + 1);
+  }
+
+  /** The nearest-rank q-quantile (0 < q <= 1): the value of rank ⌈q·n⌉, or null when empty. */
+  quantile(q: number): number | null {
+    if (this.count === 0) return null;
+    const rank = Math.min(this.count, Math.max(1, Math.ceil(q * this.count)));
+    if (this.exact) return [...this.exact].sort((a, b) => a - b)[rank - 1] ?? null;
+    if (rank <= this.zeros) return 0;
+    let seen = this.zeros;
+    for (const i of [...this.buckets.keys()].sort((a, b) => a - b)) {
+      seen += this.buckets.get(i) ?? 0;
+      if (seen >= rank) {
+        // The point of the bucket (γ^(i-1), γ^i] whose relative error is smallest.
+        return (2 * DurationSketch.GAMMA ** i) / (DurationSketch.GAMMA + 1);
+      }
+    }
+    return null;
+  }
 }
 
-/** Top patterns, UNKNOWN share and samples per tool, strategy success, MTTR, cost per incident. */
-export function analyze(events: RecoveryEvent[], malformed = 0): Review {
-  const count = <K extends string>(map: Map<K, number>, key: K) =>
-    map.set(key, (map.get(key) ?? 0) + 1);
-  const patterns = new Map<string, number>();
-  const outcomes: Record<string, number> = {};
-  const tools = new Map<
+const isFiniteNumber = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
+const optionalString = (v: unknown) => v === undefined || v === null || typeof v === "string";
+
+/**
+ * Why `value` is not a recovery event (`RecoveryEvent`), or undefined when it is one. Required:
+ * at, agent, tool, error, pattern, outcome, steps, durationMs, costUsd; the other fields are
+ * checked when present (older versions may not have written them).
+ */
+export function eventProblem(value: unknown): string | undefined {
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    return "not a JSON object";
+  const e = value as Record<string, unknown>;
+  if (!isFiniteNumber(e.at) || Math.abs(e.at) > MAX_TIME) return "at is not a time";
+  for (const key of ["agent", "tool", "error", "pattern", "outcome"]) {
+    if (typeof e[key] !== "string") return `${key} is not a string`;
+  }
+  for (const key of ["taskId", "strategy", "provider"]) {
+    if (!optionalString(e[key])) return `${key} is not a string`;
+  }
+  if (!Array.isArray(e.steps)) return "steps is not a list";
+  for (const [i, step] of (e.steps as unknown[]).entries()) {
+    const s = step as { strategy?: unknown; skipped?: unknown } | null;
+    if (typeof s !== "object" || s === null || typeof s.strategy !== "string")
+      return `steps[${i}] is not a step`;
+    if (!optionalString(s.skipped)) return `steps[${i}].skipped is not a string`;
+  }
+  for (const key of ["durationMs", "costUsd"]) {
+    const v = e[key];
+    if (!isFiniteNumber(v) || v < 0) return `${key} is not a number`;
+  }
+  for (const key of ["confidence", "attempts", "wastedRetries", "failoverCostDifferentialUsd"]) {
+    if (e[key] !== undefined && !isFiniteNumber(e[key])) return `${key} is not a number`;
+  }
+  return undefined;
+}
+
+const count = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1);
+
+/**
+ * Builds the review one line at a time: memory grows with the number of distinct tools,
+ * patterns, strategies and outcomes, never with the number of lines. Every keyed tally is a Map,
+ * so a name such as `constructor` or `__proto__` is just a name.
+ */
+export class ReviewBuilder {
+  private events = 0;
+  private malformed = 0;
+  private readonly malformedSamples: string[] = [];
+  private minAt = Infinity;
+  private maxAt = -Infinity;
+  private readonly patterns = new Map<string, number>();
+  private readonly outcomes = new Map<string, { n: number; durations: DurationSketch }>();
+  private readonly tools = new Map<
     string,
     { incidents: number; unknown: number; texts: Map<string, number> }
   >();
-  const runs = new Map<string, number>();
-  const wins = new Map<string, number>();
-  const mttr: number[] = [];
-  let cost = 0;
-  for (const e of events) {
-    count(patterns, e.pattern);
-    outcomes[e.outcome] = (outcomes[e.outcome] ?? 0) + 1;
-    const t = tools.get(e.tool) ?? { incidents: 0, unknown: 0, texts: new Map<string, number>() };
+  private readonly runs = new Map<string, number>();
+  private readonly wins = new Map<string, number>();
+  private cost = 0;
+  /** Raw UNKNOWN text to its redacted form: texts repeat, redacting is the costly part. */
+  private readonly redacted = new Map<string, string>();
+
+  /** Adds one line of JSONL; `where` names it in a complaint (`line 7`). */
+  addLine(line: string, where: string): void {
+    if (line.trim() === "") return;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      this.reject(where, "not JSON");
+      return;
+    }
+    const problem = eventProblem(value);
+    if (problem !== undefined) this.reject(where, problem);
+    else this.add(value as RecoveryEvent);
+  }
+
+  /** Counts a line that is not an event (a line too long to read, for one). */
+  reject(where: string, problem: string): void {
+    this.malformed++;
+    if (this.malformedSamples.length < MALFORMED_NAMED)
+      this.malformedSamples.push(`${where}: ${problem}`);
+  }
+
+  /** Adds a validated event. */
+  add(e: RecoveryEvent): void {
+    this.events++;
+    this.minAt = Math.min(this.minAt, e.at);
+    this.maxAt = Math.max(this.maxAt, e.at);
+    count(this.patterns, e.pattern);
+    let o = this.outcomes.get(e.outcome);
+    if (!o) this.outcomes.set(e.outcome, (o = { n: 0, durations: new DurationSketch() }));
+    o.n++;
+    o.durations.add(e.durationMs / 1000);
+    let t = this.tools.get(e.tool);
+    if (!t) this.tools.set(e.tool, (t = { incidents: 0, unknown: 0, texts: new Map() }));
     t.incidents++;
     if (e.pattern === "UNKNOWN") {
       t.unknown++;
-      const text = textOf(e.error);
+      // Redacted again, whichever version (or hand) wrote the log.
+      const text = this.redactOnce(e.error);
       const seen = t.texts.get(text) ?? 0;
       t.texts.delete(text); // re-insert: the map's order is the order of last appearance
       t.texts.set(text, seen + 1);
+      if (t.texts.size > TEXTS_TRACKED_PER_TOOL) {
+        const oldest = t.texts.keys().next().value;
+        if (oldest !== undefined) t.texts.delete(oldest);
+      }
     }
-    tools.set(e.tool, t);
-    for (const step of e.steps as unknown[]) {
-      const s = step as { strategy?: unknown; skipped?: unknown } | null;
-      if (typeof s?.strategy === "string" && s.skipped === undefined) count(runs, s.strategy);
-    }
-    if (e.outcome === "recovered") {
-      if (typeof e.strategy === "string") count(wins, e.strategy);
-      mttr.push(finite(e.durationMs) / 1000);
-    }
-    cost += finite(e.costUsd);
+    for (const s of e.steps) if (s.skipped == null) count(this.runs, s.strategy);
+    if (e.outcome === "recovered" && typeof e.strategy === "string") count(this.wins, e.strategy);
+    this.cost += e.costUsd;
   }
-  mttr.sort((a, b) => a - b);
-  const times = events.map((e) => e.at).sort((a, b) => a - b);
-  return {
-    events: events.length,
-    malformed,
-    from: times.length ? new Date(times[0] ?? 0).toISOString() : undefined,
-    to: times.length ? new Date(times.at(-1) ?? 0).toISOString() : undefined,
-    patterns: [...patterns]
-      .map(([pattern, n]) => ({ pattern, incidents: n, share: n / events.length }))
-      .sort((a, b) => b.incidents - a.incidents),
-    tools: [...tools]
-      .map(([tool, t]) => ({
-        tool,
-        incidents: t.incidents,
-        unknown: t.unknown,
-        unknownShare: t.unknown / t.incidents,
-        samples: [...t.texts].slice(-SAMPLES_PER_TOOL).map(([text, n]) => ({ text, count: n })),
-      }))
-      .sort((a, b) => b.incidents - a.incidents),
-    strategies: [...runs]
-      .map(([strategy, n]) => ({
-        strategy,
-        runs: n,
-        recovered: wins.get(strategy) ?? 0,
-        successRate: (wins.get(strategy) ?? 0) / n,
-      }))
-      .sort((a, b) => b.runs - a.runs),
-    outcomes,
-    mttrSeconds: {
-      count: mttr.length,
-      p50: quantile(mttr, 0.5),
-      p90: quantile(mttr, 0.9),
-      p99: quantile(mttr, 0.99),
-    },
-    costUsd: cost,
-    costPerIncidentUsd: events.length ? cost / events.length : 0,
-  };
+
+  private redactOnce(raw: string): string {
+    let text = this.redacted.get(raw);
+    if (text === undefined) {
+      if (this.redacted.size >= REDACT_CACHE_SIZE) this.redacted.clear();
+      text = redact(raw, MAX_SAMPLE_LENGTH);
+      this.redacted.set(raw, text);
+    }
+    return text;
+  }
+
+  /** Top patterns, UNKNOWN share and samples per tool, strategy success, MTTR, cost. */
+  review(): Review {
+    const n = this.events;
+    const mttr = this.outcomes.get("recovered")?.durations;
+    return {
+      events: n,
+      malformed: this.malformed,
+      malformedSamples: [...this.malformedSamples],
+      from: n ? new Date(this.minAt).toISOString() : undefined,
+      to: n ? new Date(this.maxAt).toISOString() : undefined,
+      patterns: [...this.patterns]
+        .map(([pattern, k]) => ({ pattern, incidents: k, share: k / n }))
+        .sort((a, b) => b.incidents - a.incidents),
+      tools: [...this.tools]
+        .map(([tool, t]) => ({
+          tool,
+          incidents: t.incidents,
+          unknown: t.unknown,
+          unknownShare: t.unknown / t.incidents,
+          samples: [...t.texts].slice(-SAMPLES_PER_TOOL).map(([text, k]) => ({ text, count: k })),
+        }))
+        .sort((a, b) => b.incidents - a.incidents),
+      strategies: [...this.runs]
+        .map(([strategy, k]) => ({
+          strategy,
+          runs: k,
+          recovered: this.wins.get(strategy) ?? 0,
+          successRate: (this.wins.get(strategy) ?? 0) / k,
+        }))
+        .sort((a, b) => b.runs - a.runs),
+      outcomes: [...this.outcomes]
+        .map(([outcome, o]) => ({
+          outcome,
+          incidents: o.n,
+          share: o.n / n,
+          p50Seconds: o.durations.quantile(0.5),
+          p90Seconds: o.durations.quantile(0.9),
+        }))
+        .sort((a, b) => b.incidents - a.incidents),
+      mttrSeconds: {
+        count: mttr?.count ?? 0,
+        p50: mttr?.quantile(0.5) ?? null,
+        p90: mttr?.quantile(0.9) ?? null,
+        p99: mttr?.quantile(0.99) ?? null,
+      },
+      costUsd: this.cost,
+      costPerIncidentUsd: n ? this.cost / n : 0,
+    };
+  }
+}
+
+/** The review of JSONL text held in memory (tests; the CLI streams its files). */
+export function reviewText(text: string): Review {
+  const builder = new ReviewBuilder();
+  text.split("\n").forEach((line, i) => {
+    builder.addLine(line, `line ${i + 1}`);
+  });
+  return builder.review();
 }

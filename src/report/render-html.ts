@@ -42,6 +42,10 @@ export function renderHtml(r: Review): string {
       text: `${(r.mttrSeconds.p99 ?? 0).toFixed(1)} s`,
     },
   ];
+  const secs = (x: number | null) => (x === null ? "n/a" : `${x.toFixed(1)} s`);
+  const malformed = r.malformedSamples.length
+    ? `<ul class="malformed">${r.malformedSamples.map((m) => `<li>${escape(m)}</li>`).join("")}${r.malformed > r.malformedSamples.length ? `<li>and ${r.malformed - r.malformedSamples.length} more</li>` : ""}</ul>`
+    : "";
   const samples = r.tools
     .filter((t) => t.samples.length)
     .map(
@@ -59,7 +63,8 @@ table{border-collapse:collapse}td,th{padding:.2rem .8rem;border-bottom:1px solid
 code{background:#f6f8fa;padding:0 .3rem}
 </style></head><body>
 <h1>Recovery review</h1>
-<p>${r.events} incidents${r.from ? ` from ${escape(r.from)} to ${escape(r.to ?? "")}` : ""}. Recovery spend $${r.costUsd.toFixed(4)} ($${r.costPerIncidentUsd.toFixed(4)} per incident).${r.malformed ? ` ${r.malformed} malformed lines left out.` : ""}</p>
+<p>${r.events} incidents${r.from ? ` from ${escape(r.from)} to ${escape(r.to ?? "")}` : ""}. Recovery spend $${r.costUsd.toFixed(4)} ($${r.costPerIncidentUsd.toFixed(4)} per incident).${r.malformed ? ` ${r.malformed} lines were not recovery events and were left out.` : ""}</p>
+${malformed}
 ${bars(
   "Top failure patterns (incidents)",
   r.patterns.map((p) => ({
@@ -77,6 +82,15 @@ ${bars(
   })),
 )}
 ${bars("MTTR of recovered calls (seconds)", mttr)}
+<p>MTTR (recovered calls, ${r.mttrSeconds.count}): p50 ${secs(r.mttrSeconds.p50)}, p90 ${secs(r.mttrSeconds.p90)}, p99 ${secs(r.mttrSeconds.p99)}</p>
+<h2>Outcomes</h2>
+<table class="outcomes"><tr><th>outcome</th><th>incidents</th><th>share</th><th>p50 duration</th><th>p90 duration</th></tr>
+${r.outcomes.map((o) => `<tr><td>${escape(o.outcome)}</td><td>${o.incidents}</td><td>${pct(o.share)}</td><td>${secs(o.p50Seconds)}</td><td>${secs(o.p90Seconds)}</td></tr>`).join("\n")}
+</table>
+<h2>Strategies</h2>
+<table class="strategies"><tr><th>strategy</th><th>runs</th><th>recovered the call</th><th>success</th></tr>
+${r.strategies.map((s) => `<tr><td>${escape(s.strategy)}</td><td>${s.runs}</td><td>${s.recovered}</td><td>${pct(s.successRate)}</td></tr>`).join("\n")}
+</table>
 <h2>Per tool</h2>
 <table><tr><th>tool</th><th>incidents</th><th>UNKNOWN</th><th>UNKNOWN share</th></tr>
 ${r.tools.map((t) => `<tr><td>${escape(t.tool)}</td><td>${t.incidents}</td><td>${t.unknown}</td><td>${pct(t.unknownShare)}</td></tr>`).join("\n")}

@@ -28,7 +28,12 @@ export function renderText(r: Review): string {
   out.push(
     `Recovery review: ${r.events} incidents${r.from ? ` from ${r.from} to ${r.to ?? ""}` : ""}`,
   );
-  if (r.malformed) out.push(`(${r.malformed} lines were not recovery events and were left out)`);
+  if (r.malformed) {
+    out.push(`(${r.malformed} lines were not recovery events and were left out)`);
+    for (const m of r.malformedSamples) out.push(`  ${oneLine(m)}`);
+    if (r.malformed > r.malformedSamples.length)
+      out.push(`  and ${r.malformed - r.malformedSamples.length} more`);
+  }
   const section = (title: string, headers: string[], rows: (string | number)[][]) => {
     out.push("", title, table(headers, rows));
   };
@@ -52,11 +57,19 @@ export function renderText(r: Review): string {
     ["strategy", "runs", "recovered the call", "success"],
     r.strategies.map((s) => [s.strategy, s.runs, s.recovered, pct(s.successRate)]),
   );
+  section(
+    "Outcomes",
+    ["outcome", "incidents", "share", "p50 duration", "p90 duration"],
+    r.outcomes.map((o) => [
+      o.outcome,
+      o.incidents,
+      pct(o.share),
+      secs(o.p50Seconds),
+      secs(o.p90Seconds),
+    ]),
+  );
   out.push(
     "",
-    `Outcomes: ${Object.entries(r.outcomes)
-      .map(([k, v]) => `${oneLine(k)} ${v}`)
-      .join(", ")}`,
     `MTTR (recovered calls, ${r.mttrSeconds.count}): p50 ${secs(r.mttrSeconds.p50)}, p90 ${secs(r.mttrSeconds.p90)}, p99 ${secs(r.mttrSeconds.p99)}`,
     `Recovery spend: $${r.costUsd.toFixed(4)} ($${r.costPerIncidentUsd.toFixed(4)} per incident)`,
   );

@@ -36,6 +36,8 @@ export interface PolicyContext {
   world: World;
   /** Where selfheal's spans and metrics go (default: nowhere). */
   telemetry: Telemetry;
+  /** selfheal's recovery event log (`recovery.eventLog`), when the run should write one. */
+  eventLog?: string | undefined;
 }
 
 export type PolicyFactory = (context: PolicyContext) => Policy;
@@ -82,6 +84,8 @@ export interface RunOptions {
   policy?: { name: string; create: PolicyFactory };
   /** Export the run's spans and metrics (the CLI passes an OTLP / Prometheus SDK). */
   telemetry?: Telemetry;
+  /** Append selfheal's recovery events to this JSONL file (`selfheal demo --event-log`). */
+  eventLog?: string;
   /** Called as each timeline entry happens (the CLI prints them live). */
   onTimeline?: (entry: TimelineEntry) => void;
   /** Called with each logical call's record (its every request) as the call ends. */
@@ -116,6 +120,7 @@ export async function runScenario(
   const policy = (options.policy?.create ?? selfhealPolicy)({
     world,
     telemetry: options.telemetry ?? {},
+    eventLog: options.eventLog,
   });
 
   const lastPage = new Map<string, number>();

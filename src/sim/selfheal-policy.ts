@@ -3,7 +3,7 @@ import type { Notifier } from "../notify/notifier.js";
 import type { Policy, PolicyContext } from "./run.js";
 
 /** The fleet's calls through selfheal with its defaults: failover between the LLM providers, a keyed payment. */
-export function selfhealPolicy({ world, telemetry }: PolicyContext): Policy {
+export function selfhealPolicy({ world, telemetry, eventLog }: PolicyContext): Policy {
   const { scenario, clock } = world;
   // Every escalation also fails its call, which the run pages for by the rule it applies to
   // every policy; the escalation itself is only told in the timeline.
@@ -36,6 +36,7 @@ export function selfhealPolicy({ world, telemetry }: PolicyContext): Policy {
     },
     recovery: {
       random: world.random,
+      ...(eventLog !== undefined && { eventLog }),
       notifiers: [pager],
       providers: [...scenario.llm, scenario.api].map((d) => ({
         name: d.name,

@@ -1,4 +1,5 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
+import { readFile } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
 
 /** The built command, as `npx selfheal` runs it. */
@@ -41,11 +42,55 @@ describe("selfheal demo (built CLI)", () => {
     ],
     [["demo", "--speed", "fast"], /^selfheal: --speed must be a positive number/],
     [["launch"], /^selfheal: unknown command "launch"/],
+    [["__proto__"], /^selfheal: unknown command "__proto__"/],
+    [["toString"], /^selfheal: unknown command "toString"/],
+    [["demo", "--scenario", "__proto__"], /^selfheal: unknown scenario "__proto__"/],
+    [["demo", "--scenario", "constructor"], /^selfheal: unknown scenario "constructor"/],
+    [["demo", "--scenario", "toString"], /^selfheal: unknown scenario "toString"/],
+    [["demo", "--speed", "1e-9"], /^selfheal: --speed must be 0\.1 to 1000000, got "1e-9"/],
+    [["demo", "--speed", "1e9"], /^selfheal: --speed must be 0\.1 to 1000000/],
+    [["demo", "--metrics-port", "70000"], /^selfheal: --metrics-port must be a port number/],
+    [["demo", "--metrics-port", "0"], /^selfheal: --metrics-port must be a port number/],
   ])("%j exits 2 with one line", (args, message) => {
     const out = selfheal(...args);
     expect(out.status).toBe(2);
     expect(out.stderr).toMatch(message);
     expect(out.stderr.trim().split("\n")).toHaveLength(1);
+    expect(out.stderr).not.toContain("Warning");
+  });
+
+  it("--version prints the package version", async () => {
+    const { version } = JSON.parse(await readFile("package.json", "utf8")) as { version: string };
+    const out = selfheal("--version");
+    expect(out.status).toBe(0);
+    expect(out.stdout).toBe(`${version}\n`);
+  });
+
+  it("no command prints the usage on stderr and exits 2", () => {
+    const out = selfheal();
+    expect(out.status).toBe(2);
+    expect(out.stdout).toBe("");
+    expect(out.stderr).toContain("Usage: selfheal <command>");
+  });
+
+  it("a closed stdout (demo | head -1) ends it quietly, exit 0", async () => {
+    const child = spawn(process.execPath, ["dist/cli/main.js", "demo"], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.on("data", (d: Buffer) => {
+      stderr += d.toString();
+    });
+    // Read the first line, then close the pipe, as `head -1` does.
+    await new Promise<void>((resolve) => {
+      child.stdout.once("data", () => {
+        resolve();
+      });
+    });
+    child.stdout.destroy();
+    const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+    expect(code).toBe(0);
+    expect(stderr).toBe("");
   });
 
   it("--help on the command and on demo", () => {

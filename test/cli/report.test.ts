@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -71,7 +71,9 @@ describe("selfheal report (built CLI)", () => {
     // Each 429 (no Retry-After) waits out the route's 5 s cooldown, then one retry answers;
     // the UNKNOWN lookups get their one retry too, which fails.
     expect(out.stdout).toMatch(/retry_once\s+5\s+3\s+60\.0%/);
-    expect(out.stdout).toContain("Outcomes: recovered 3, failed 2");
+    expect(out.stdout).toMatch(/^recovered\s+3\s+60\.0%/m);
+    expect(out.stdout).toMatch(/^failed\s+2\s+40\.0%/m);
+    expect(out.stdout).toContain("line 6: not JSON");
     expect(out.stdout).toMatch(/MTTR \(recovered calls, 3\): p50 5\.\d s/);
   });
 
@@ -79,7 +81,7 @@ describe("selfheal report (built CLI)", () => {
     [["report"], /^selfheal: report needs the event log/],
     [
       ["report", "/nonexistent/log.jsonl"],
-      /^selfheal: cannot read \/nonexistent\/log\.jsonl: ENOENT/,
+      /^selfheal: cannot read \/nonexistent\/log\.jsonl: no such file \(ENOENT\)/,
     ],
     [["report", "a.jsonl", "--pdf", "x"], /^selfheal: Unknown option '--pdf'/],
   ])("%j exits 2 with one line", (args, message) => {
@@ -129,4 +131,206 @@ describe("selfheal report (built CLI)", () => {
     },
     60_000,
   );
+});
+
+/** A valid event line, with fields replaced. */
+const line = (over: Record<string, unknown> = {}) =>
+  JSON.stringify({
+    at: Date.UTC(2026, 0, 1),
+    agent: "a",
+    tool: "lookup",
+    error: "boom",
+    pattern: "UNKNOWN",
+    confidence: 0,
+    steps: [{ strategy: "retry_once" }],
+    attempts: 1,
+    durationMs: 1000,
+    outcome: "failed",
+    costUsd: 0.001,
+    wastedRetries: 1,
+    failoverCostDifferentialUsd: 0,
+    ...over,
+  });
+
+/** Each run: exit code 2 or 0, never a stack trace. */
+const noStack = (out: ReturnType<typeof selfheal>) => {
+  expect(out.stderr).not.toMatch(/\n\s+at /);
+  expect(out.stderr).not.toContain("Error:");
+};
+
+describe("selfheal report on bad input (built CLI)", () => {
+  it.each([
+    ['"steps":[null]', { steps: [null] }, "line 2: steps[0] is not a step"],
+    ['"costUsd":"free"', { costUsd: "free" }, "line 2: costUsd is not a number"],
+    ['"at":-1e20', { at: -1e20 }, "line 2: at is not a time"],
+    ["a non-string error", { error: { message: "x" } }, "line 2: error is not a string"],
+  ])("a line with %s is skipped and named, with --html too", async (_name, over, named) => {
+    const file = join(dir, "bad.jsonl");
+    await writeFile(file, `${line()}\n${line(over)}\n${line({ outcome: "recovered" })}\n`);
+    const html = join(dir, "bad.html");
+    const out = selfheal("report", file, "--html", html);
+    noStack(out);
+    expect(out.status).toBe(0);
+    expect(out.stdout).toContain("Recovery review: 2 incidents");
+    expect(out.stdout).toContain("(1 lines were not recovery events and were left out)");
+    expect(out.stdout).toContain(named);
+    expect(await readFile(html, "utf8")).toContain(named);
+  });
+
+  it("percentiles are nearest-rank: 1..100 s gives p50 50 s", async () => {
+    const file = join(dir, "ranks.jsonl");
+    await writeFile(
+      file,
+      Array.from({ length: 100 }, (_, i) =>
+        line({ outcome: "recovered", strategy: "retry_once", durationMs: (i + 1) * 1000 }),
+      ).join("\n"),
+    );
+    const out = selfheal("report", file);
+    expect(out.stdout).toContain("MTTR (recovered calls, 100): p50 50.0 s, p90 90.0 s, p99 99.0 s");
+  });
+
+  it("an outcome named constructor is just a name", async () => {
+    const file = join(dir, "ctor.jsonl");
+    await writeFile(
+      file,
+      `${line({ outcome: "constructor" })}\n${line({ outcome: "toString" })}\n`,
+    );
+    const out = selfheal("report", file);
+    expect(out.status).toBe(0);
+    expect(out.stdout).toMatch(/^constructor\s+1\s+50\.0%/m);
+    expect(out.stdout).not.toContain("function");
+    expect(out.stdout).not.toContain("[native code]");
+  });
+
+  it("control characters in a bad line's content never reach the terminal", async () => {
+    const file = join(dir, "ctl.jsonl");
+    await writeFile(file, `${line({ tool: "t\u001b[2J" })}\n\u001b[31mjunk\n`);
+    const out = selfheal("report", file);
+    expect(out.stdout).not.toContain("\u001b");
+    expect(out.stdout).toContain("line 2: not JSON");
+  });
+
+  it("refuses to write the HTML over its input: exit 2, one line, the log untouched", async () => {
+    const file = join(dir, "keep.jsonl");
+    const content = `${line()}\n`;
+    await writeFile(file, content);
+    const link = join(dir, "keep-link.html");
+    await symlink(file, link);
+    for (const target of [file, link, join(dir, ".", "keep.jsonl")]) {
+      const out = selfheal("report", file, "--html", target);
+      noStack(out);
+      expect(out.status).toBe(2);
+      expect(out.stderr).toMatch(/^selfheal: refusing to write the HTML over the input file/);
+      expect(out.stderr.trim().split("\n")).toHaveLength(1);
+      expect(await readFile(file, "utf8")).toBe(content);
+    }
+  });
+
+  it.each([
+    [
+      "a missing folder for --html",
+      () => ["--html", join(dir, "no", "such", "dir", "r.html")],
+      /^selfheal: cannot write .*folder .*no such file \(ENOENT\)/,
+    ],
+    [
+      "a folder as --html",
+      () => ["--html", dir],
+      /^selfheal: cannot write .*is a folder \(EISDIR\)/,
+    ],
+  ])("%s exits 2 with one line", async (_name, extra, message) => {
+    const file = join(dir, "ok.jsonl");
+    await writeFile(file, `${line()}\n`);
+    const out = selfheal("report", file, ...extra());
+    noStack(out);
+    expect(out.status).toBe(2);
+    expect(out.stderr).toMatch(message);
+    expect(out.stderr.trim().split("\n")).toHaveLength(1);
+  });
+
+  it("a folder as the log (EISDIR) exits 2 with one line", () => {
+    const out = selfheal("report", dir);
+    noStack(out);
+    expect(out.status).toBe(2);
+    expect(out.stderr).toMatch(/^selfheal: cannot read .*: is a folder \(EISDIR\)\n$/);
+  });
+
+  it.skipIf(process.getuid?.() === 0)("an unreadable log exits 2 with one line", async () => {
+    const file = join(dir, "secret.jsonl");
+    await writeFile(file, `${line()}\n`);
+    await chmod(file, 0o000);
+    const out = selfheal("report", file);
+    noStack(out);
+    expect(out.status).toBe(2);
+    expect(out.stderr).toMatch(/^selfheal: cannot read .*: permission denied \(EACCES\)\n$/);
+  });
+
+  it.each([
+    ["an empty file", Buffer.alloc(0), /no recovery events in .*empty\.bin \(the file is empty\)/],
+    [
+      "a binary file",
+      Buffer.from([0, 1, 2, 255, 254, 10, 0x1b, 0x5b, 0x32, 0x4a, 0, 0, 10, 7, 7]),
+      /no recovery events in .*binary\.bin \(3 lines, none a recovery event; line 1: not JSON\)/,
+    ],
+  ])("%s: says there are no events, exit 2", async (name, bytes, message) => {
+    const file = join(dir, name === "an empty file" ? "empty.bin" : "binary.bin");
+    await writeFile(file, bytes);
+    const out = selfheal("report", file);
+    noStack(out);
+    expect(out.status).toBe(2);
+    expect(out.stderr).toMatch(message);
+    expect(out.stderr).not.toContain("\u001b");
+    expect(out.stdout).toBe("");
+  });
+
+  it("a line longer than 1 MiB is skipped without being held", async () => {
+    const file = join(dir, "long.jsonl");
+    await writeFile(
+      file,
+      `${"x".repeat(3 * 1024 * 1024)}\n${line()}\n${"y".repeat(2 * 1024 * 1024)}`,
+    );
+    const out = selfheal("report", file);
+    expect(out.status).toBe(0);
+    expect(out.stdout).toContain("Recovery review: 1 incidents");
+    expect(out.stdout).toContain("line 1: longer than 1048576 bytes");
+    expect(out.stdout).toContain("(2 lines were not recovery events");
+  });
+
+  it("reads the rotated set, oldest first; several files are read as given", async () => {
+    const rotated = join(dir, "rot");
+    await mkdir(rotated);
+    const base = join(rotated, "log.jsonl");
+    await writeFile(`${base}.2`, `${line({ at: Date.UTC(2026, 0, 1) })}\n`);
+    await writeFile(`${base}.1`, `${line({ at: Date.UTC(2026, 0, 2) })}\nnope\n`);
+    await writeFile(base, `${line({ at: Date.UTC(2026, 0, 3) })}\n`);
+    const out = selfheal("report", base);
+    expect(out.status).toBe(0);
+    expect(out.stdout).toContain(
+      "Recovery review: 3 incidents from 2026-01-01T00:00:00.000Z to 2026-01-03T00:00:00.000Z",
+    );
+    expect(out.stdout).toContain(`${base}.1 line 2: not JSON`);
+    const two = selfheal("report", base, `${base}.2`);
+    expect(two.stdout).toContain("Recovery review: 2 incidents");
+  });
+});
+
+describe("selfheal demo --event-log, then report (built CLI)", () => {
+  it("the demo's recovery events make a review", () => {
+    const file = join(dir, "demo.jsonl");
+    const demo = selfheal("demo", "--event-log", file);
+    expect(demo.status).toBe(0);
+    expect(demo.stdout).toContain(`recovery events appended to ${file}`);
+    const out = selfheal("report", file, "--html", join(dir, "demo.html"));
+    expect(out.status).toBe(0);
+    expect(out.stdout).toMatch(/^Recovery review: \d+ incidents from 2026-01-01/);
+    expect(out.stdout).not.toContain("were not recovery events");
+    expect(out.stdout).toMatch(/^recovered\s+\d+/m);
+  });
+
+  it("an --event-log it cannot write exits 2 with one line, before the run", () => {
+    const out = selfheal("demo", "--event-log", join(dir, "missing", "e.jsonl"));
+    noStack(out);
+    expect(out.status).toBe(2);
+    expect(out.stderr).toMatch(/^selfheal: --event-log .*folder .* does not exist\n$/);
+    expect(out.stdout).toBe("");
+  });
 });

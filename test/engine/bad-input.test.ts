@@ -6,6 +6,7 @@ import {
   type SelfHealConfigError,
   type SelfHealingOptions,
 } from "../../src/index.js";
+import { systemClock } from "../../src/clock.js";
 import { recordingProvider } from "../helpers/otel.js";
 import { virtualInstance } from "../helpers/engine.js";
 
@@ -74,11 +75,166 @@ describe("bad options are refused at construction, naming the field", () => {
     ],
     ["non-boolean flag", { agent: "a", recordArguments: "yes" }, "recordArguments"],
     ["logger without warn()", { agent: "a", logger: {} }, "logger"],
+    ["tracerProvider without getTracer()", { agent: "a", tracerProvider: {} }, "tracerProvider"],
+    ["meterProvider without getMeter()", { agent: "a", meterProvider: {} }, "meterProvider"],
+    ["null tracerProvider", { agent: "a", tracerProvider: null }, "tracerProvider"],
+    ["store as an array", { agent: "a", store: [] }, "store"],
+    [
+      "inverted success rate",
+      { agent: "a", health: { successRate: { warning: 0.5, critical: 0.8 } } },
+      "health.successRate.warning",
+    ],
+    [
+      "success warning below the default critical",
+      { agent: "a", health: { successRate: { warning: 0.3 } } },
+      "health.successRate.warning",
+    ],
+    [
+      "inverted latency factors",
+      { agent: "a", health: { latency: { warningFactor: 10, criticalFactor: 5 } } },
+      "health.latency.warningFactor",
+    ],
+    [
+      "inverted empty responses",
+      { agent: "a", health: { emptyResponses: { warning: 0.5, critical: 0.2 } } },
+      "health.emptyResponses.warning",
+    ],
+    [
+      "inverted task completion",
+      { agent: "a", health: { taskCompletion: { warning: 0.5, critical: 0.9 } } },
+      "health.taskCompletion.warning",
+    ],
+    [
+      "tool override inverted against the agent's levels",
+      {
+        agent: "a",
+        health: {
+          successRate: { critical: 0.6 },
+          tools: { x: { successRate: { warning: 0.55 } } },
+        },
+      },
+      "health.tools.x.successRate.warning",
+    ],
   ];
   it.each(cases)("%s", (_name, options, field) => {
     const error = configError(() => createSelfHealing(options as SelfHealingOptions));
     expect(error.field).toBe(field);
     expect(error.message).toContain(`\`${field}\``);
+  });
+});
+
+describe("null, arrays and other non-objects are named in the message", () => {
+  it.each([
+    [null, "got null"],
+    [[], "got an array"],
+    ["a", "got string"],
+  ])("options %j", (options, text) => {
+    const error = configError(() => createSelfHealing(options as never));
+    expect(error.field).toBe("options");
+    expect(error.message).toContain(`expected an object, ${text}`);
+  });
+
+  it("a provider without its method says which method is missing", () => {
+    const error = configError(() => createSelfHealing({ agent: "a", tracerProvider: {} as never }));
+    expect(error.message).toContain("getTracer()");
+    expect(
+      configError(() => createSelfHealing({ agent: "a", meterProvider: {} as never })).message,
+    ).toContain("getMeter()");
+  });
+});
+
+describe("durations past the longest timer Node.js runs (2^31-1 ms) are refused", () => {
+  const TOO_LONG = 2 ** 31;
+  const cases: [string, unknown, string][] = [
+    ["health.cacheMs", { health: { cacheMs: TOO_LONG } }, "health.cacheMs"],
+    ["health.baselineTauMs", { health: { baselineTauMs: TOO_LONG } }, "health.baselineTauMs"],
+    [
+      "health.windows.taskWindowMs",
+      { health: { windows: { taskWindowMs: TOO_LONG } } },
+      "health.windows.taskWindowMs",
+    ],
+    [
+      "diagnosis.statusPageTimeoutMs",
+      { diagnosis: { statusPageTimeoutMs: TOO_LONG } },
+      "diagnosis.statusPageTimeoutMs",
+    ],
+    [
+      "diagnosis.statusPageCacheMs",
+      { diagnosis: { statusPageCacheMs: TOO_LONG } },
+      "diagnosis.statusPageCacheMs",
+    ],
+    [
+      "diagnosis.escalateTimeoutMs",
+      { diagnosis: { escalateTimeoutMs: TOO_LONG } },
+      "diagnosis.escalateTimeoutMs",
+    ],
+    ["recovery.deadlineMs", { recovery: { deadlineMs: TOO_LONG } }, "recovery.deadlineMs"],
+    ["recovery.baseTimeoutMs", { recovery: { baseTimeoutMs: TOO_LONG } }, "recovery.baseTimeoutMs"],
+    ["recovery.throttleMs", { recovery: { throttleMs: TOO_LONG } }, "recovery.throttleMs"],
+    [
+      "recovery.notifyTimeoutMs",
+      { recovery: { notifyTimeoutMs: TOO_LONG } },
+      "recovery.notifyTimeoutMs",
+    ],
+    [
+      "recovery.warmupIntervalMs",
+      { recovery: { warmupIntervalMs: TOO_LONG } },
+      "recovery.warmupIntervalMs",
+    ],
+    [
+      "recovery.breaker.maxOpenMs",
+      { recovery: { breaker: { maxOpenMs: TOO_LONG } } },
+      "recovery.breaker.maxOpenMs",
+    ],
+    [
+      "recovery.breaker.probeTimeoutMs",
+      { recovery: { breaker: { probeTimeoutMs: TOO_LONG } } },
+      "recovery.breaker.probeTimeoutMs",
+    ],
+    [
+      "recovery.backoff.baseMs",
+      { recovery: { backoff: { baseMs: TOO_LONG } } },
+      "recovery.backoff.baseMs",
+    ],
+    [
+      "recovery.ledger.ttlMs",
+      { recovery: { ledger: { ttlMs: TOO_LONG } } },
+      "recovery.ledger.ttlMs",
+    ],
+  ];
+  it.each(cases)("%s", (_name, options, field) => {
+    const error = configError(() => createSelfHealing({ agent: "a", ...(options as object) }));
+    expect(error.field).toBe(field);
+    expect(error.message).toContain("2147483647");
+  });
+
+  it("2^31-1 itself is accepted", () => {
+    const { sh } = virtualInstance({ recovery: { deadlineMs: 2 ** 31 - 1 } });
+    expect(() => sh.tool("t", { readOnly: true, timeoutMs: 2 ** 31 - 1 }, () => 1)).not.toThrow();
+  });
+
+  it("a longer delay derived from valid options (3 x a long timeout) waits, never fires at once", async () => {
+    let fired = false;
+    const cancel = systemClock.setTimer(3 * (2 ** 31 - 1), () => (fired = true), { unref: true });
+    await new Promise((done) => setTimeout(done, 20));
+    cancel();
+    expect(fired).toBe(false);
+  });
+
+  it("tool and per-call timeouts too", async () => {
+    const { sh } = virtualInstance();
+    for (const key of ["timeoutMs", "deadlineMs"]) {
+      const error = configError(() =>
+        sh.tool(`t_${key}`, { readOnly: true, [key]: TOO_LONG }, () => 1),
+      );
+      expect(error.field).toBe(`tool("t_${key}").options.${key}`);
+    }
+    const t = sh.tool("t", { readOnly: true }, () => 1);
+    for (const key of ["timeoutMs", "deadlineMs"]) {
+      const error = await t(undefined, { [key]: TOO_LONG }).catch((e: unknown) => e);
+      expect(isSelfHealConfigError(error)).toBe(true);
+      expect((error as SelfHealConfigError).field).toBe(`t(args, options).${key}`);
+    }
   });
 });
 
@@ -105,6 +261,14 @@ describe("bad tool definitions", () => {
     ["t", { readOnly: true, isEmpty: "yes" }, 'tool("t").options.isEmpty'],
   ])("name %j with options %j", (name, options, field) => {
     expect(define(name, options).field).toBe(field);
+  });
+
+  it("a name is registered once: a second tool of that name is refused", () => {
+    const { sh } = virtualInstance();
+    sh.tool("x", { readOnly: true }, () => 1);
+    const error = configError(() => sh.tool("x", { readOnly: false }, () => 2));
+    expect(error.field).toBe('tool("x")');
+    expect(error.message).toMatch(/already registered/);
   });
 
   it("the function is required", () => {

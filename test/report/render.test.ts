@@ -4,7 +4,7 @@
  * written by an older version (or by hand) is redacted again.
  */
 import { describe, expect, it } from "vitest";
-import { analyze, parseEvents } from "../../src/report/analyze.js";
+import { DurationSketch, reviewText } from "../../src/report/analyze.js";
 import { renderHtml } from "../../src/report/render-html.js";
 import { renderText } from "../../src/report/render-text.js";
 
@@ -38,41 +38,123 @@ const log = [
     pattern: `RATE_LIMIT${PAYLOAD}`,
     outcome: "recovered",
     strategy: `retry_once${PAYLOAD}`,
-    steps: [{ strategy: `retry_once${PAYLOAD}` }, null, 7, { strategy: 3 }],
-    durationMs: "soon",
-    costUsd: "lots",
+    steps: [{ strategy: `retry_once${PAYLOAD}` }],
   }),
-  event({ outcome: `weird${PAYLOAD}`, error: { not: "a string" } }),
+  event({ outcome: `weird${PAYLOAD}`, error: `boom${PAYLOAD}` }),
   event({ at: 1e300 }), // no Date holds it: malformed, not a crash
+  event({ steps: [null] }),
+  event({ costUsd: "lots" }),
+  event({ error: { not: "a string" } }),
 ].join("\n");
 
 describe("report output from a hostile log", () => {
-  const { events, malformed } = parseEvents(log);
-  const review = analyze(events, malformed);
+  const review = reviewText(log);
 
-  it("junk lines are counted, not fatal", () => {
+  it("junk lines are counted and named, not fatal", () => {
     expect(review.events).toBe(3);
-    expect(review.malformed).toBe(1);
+    expect(review.malformed).toBe(4);
+    expect(review.malformedSamples).toEqual([
+      "line 4: at is not a time",
+      "line 5: steps[0] is not a step",
+      "line 6: costUsd is not a number",
+      "line 7: error is not a string",
+    ]);
   });
 
   it("terminal text: no control character, no forged line", () => {
     const text = renderText(review);
     for (const c of [ESC, "\u0007", "\r", "\u202e"]) expect(text).not.toContain(c);
     expect(text).not.toMatch(/^Outcomes: recovered 999/m); // only the real Outcomes line starts one
-    expect(text.match(/^Outcomes:/gm)).toHaveLength(1);
+    expect(text.match(/^Outcomes/gm)).toHaveLength(1);
     expect(text).toContain("lookup\\x1b[2J");
     expect(text).not.toContain("hunter22");
     expect(text).toContain("password=[REDACTED]");
-    expect(text).toContain("Recovery spend: $0.0000"); // junk numbers count as 0, not NaN
+    expect(text).toContain("line 6: costUsd is not a number");
   });
 
   it("HTML: escaped, control characters shown, secrets redacted", () => {
     const html = renderHtml(
-      analyze(parseEvents(event({ tool: "<script>alert(1)</script>", error: PAYLOAD })).events),
+      reviewText(event({ tool: "<script>alert(1)</script>", error: PAYLOAD })),
     );
     expect(html).not.toContain("<script>alert");
     expect(html).toContain("&lt;script&gt;");
     for (const c of [ESC, "\u0007", "\r", "\u202e"]) expect(html).not.toContain(c);
     expect(renderHtml(review)).not.toContain("hunter22");
+  });
+
+  it("HTML has every section the terminal has, the outcome breakdown and skipped lines included", () => {
+    const html = renderHtml(review);
+    for (const section of [
+      "Top failure patterns",
+      "Per tool",
+      "UNKNOWN texts of",
+      "Strategies",
+      "Outcomes",
+      "MTTR (recovered calls, 1)",
+      "Recovery spend",
+      "line 6: costUsd is not a number",
+    ])
+      expect(html).toContain(section);
+    expect(html).toMatch(/<td>recovered<\/td><td>1<\/td>/);
+  });
+});
+
+describe("review figures", () => {
+  const ok = (over: Record<string, unknown>) =>
+    event({
+      outcome: "recovered",
+      strategy: "retry_once",
+      steps: [{ strategy: "retry_once" }],
+      ...over,
+    });
+
+  it("percentiles are nearest-rank: 1..100 s gives p50 50, p90 90, p99 99", () => {
+    const lines = Array.from({ length: 100 }, (_, i) => ok({ durationMs: (100 - i) * 1000 }));
+    const r = reviewText(lines.join("\n"));
+    expect(r.mttrSeconds).toEqual({ count: 100, p50: 50, p90: 90, p99: 99 });
+    expect(reviewText(ok({ durationMs: 7000 })).mttrSeconds.p99).toBe(7);
+  });
+
+  it("past the exact limit, percentiles come from the log-bucket histogram, within 0.5 %", () => {
+    const sketch = new DurationSketch();
+    const n = DurationSketch.EXACT_LIMIT * 3;
+    // Shuffled 1..n ms.
+    for (let i = 0; i < n; i++) sketch.add(((i * 7919) % n) + 1);
+    for (const q of [0.5, 0.9, 0.99]) {
+      const exact = Math.ceil(q * n);
+      expect(Math.abs((sketch.quantile(q) ?? 0) - exact) / exact).toBeLessThan(0.005);
+    }
+    expect(sketch.count).toBe(n);
+  });
+
+  it("an outcome, tool or pattern named constructor or __proto__ is just a name", () => {
+    const r = reviewText(
+      [
+        event({ outcome: "constructor", tool: "__proto__", pattern: "toString" }),
+        event({ outcome: "constructor", tool: "constructor", pattern: "hasOwnProperty" }),
+        event({ outcome: "__proto__" }),
+      ].join("\n"),
+    );
+    expect(r.outcomes.map((o) => [o.outcome, o.incidents])).toEqual([
+      ["constructor", 2],
+      ["__proto__", 1],
+    ]);
+    const text = renderText(r);
+    expect(text).not.toContain("function");
+    expect(text).not.toContain("[object");
+    expect(text).toMatch(/^constructor\s+2\s+66\.7%/m);
+    expect(r.tools.map((t) => t.tool).sort()).toEqual(["__proto__", "constructor", "lookup"]);
+  });
+
+  it("an UNKNOWN text per tool is remembered in bounded memory: the latest five shown", () => {
+    const lines = Array.from({ length: 500 }, (_, i) => event({ error: `text ${i}` }));
+    const r = reviewText(lines.join("\n"));
+    expect(r.tools[0]?.samples.map((s) => s.text)).toEqual([
+      "text 495",
+      "text 496",
+      "text 497",
+      "text 498",
+      "text 499",
+    ]);
   });
 });

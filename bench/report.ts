@@ -1,0 +1,169 @@
+/**
+ * `selfheal report` on big event logs: writes logs of realistic recovery events (streamed to
+ * disk in a temp folder, never held in memory; deleted after), runs the BUILT command
+ * `node dist/cli/main.js report FILE` on each as a child process, and measures its wall time
+ * and peak RSS (`/usr/bin/time -v` when present, else VmHWM from /proc/PID/status, polled).
+ * Target: flat memory (the biggest log's peak RSS within 1.5x the smallest's) at >= 100 MB/s.
+ *
+ * Run: npm run bench:report   (writes bench/results/report.json)
+ * Sizes: REPORT_BENCH_MB=100,1000 (the default).
+ */
+import { spawn } from "node:child_process";
+import { createWriteStream, existsSync } from "node:fs";
+import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { cpus, tmpdir } from "node:os";
+import { join } from "node:path";
+import { once } from "node:events";
+
+const SIZES_MB = (process.env.REPORT_BENCH_MB ?? "100,1000").split(",").map(Number);
+const TIME = "/usr/bin/time";
+
+const TOOLS = ["search", "lookup", "complete", "charge", "summarize", "fetch_page"];
+const PATTERNS = ["TIMEOUT", "RATE_LIMIT", "SERVICE_DOWN", "UNKNOWN", "BAD_REQUEST", "AUTH"];
+const STRATEGIES = ["retry_once", "backoff_retry", "failover_to_secondary", "fallback"];
+const OUTCOMES = ["recovered", "recovered", "recovered", "failed", "escalated"];
+
+/** A deterministic stream of plausible events (a small LCG: no Math.random, same every run). */
+function* events(): Generator<string> {
+  let seed = 42;
+  const rand = () => {
+    seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+    return seed / 2 ** 31;
+  };
+  const pick = <T>(list: readonly T[]): T => list[Math.floor(rand() * list.length)] as T;
+  let at = Date.UTC(2026, 0, 1);
+  for (let i = 0; ; i++) {
+    at += Math.floor(rand() * 5_000);
+    const pattern = pick(PATTERNS);
+    const outcome = pick(OUTCOMES);
+    const strategy = pick(STRATEGIES);
+    yield JSON.stringify({
+      at,
+      agent: `agent-${i % 7}`,
+      tool: pick(TOOLS),
+      taskId: `task-${i}`,
+      error:
+        pattern === "UNKNOWN"
+          ? `upstream said: flux capacitor misaligned (code ${Math.floor(rand() * 50)})`
+          : `${pattern.toLowerCase()} from provider after ${Math.floor(rand() * 30_000)} ms`,
+      pattern,
+      confidence: Math.round(rand() * 100) / 100,
+      strategy,
+      steps: [
+        { strategy: "retry_once" },
+        { strategy },
+        { strategy: "fallback", skipped: "budget" },
+      ],
+      attempts: 1 + Math.floor(rand() * 3),
+      durationMs: Math.floor(rand() * 60_000),
+      outcome,
+      costUsd: Math.round(rand() * 1e6) / 1e8,
+      wastedRetries: outcome === "recovered" ? 0 : 1,
+      failoverCostDifferentialUsd: 0,
+      provider: outcome === "recovered" ? "openai" : undefined,
+    });
+  }
+}
+
+/** Writes about `mb` MB of events to `file`, streamed, honouring back-pressure. */
+async function generate(file: string, mb: number): Promise<number> {
+  const out = createWriteStream(file);
+  const target = mb * 1_000_000;
+  let bytes = 0;
+  let batch: string[] = [];
+  for (const line of events()) {
+    batch.push(line);
+    bytes += line.length + 1;
+    if (batch.length === 1000 || bytes >= target) {
+      if (!out.write(`${batch.join("\n")}\n`)) await once(out, "drain");
+      batch = [];
+    }
+    if (bytes >= target) break;
+  }
+  out.end();
+  await once(out, "finish");
+  return (await stat(file)).size;
+}
+
+interface Run {
+  wallSeconds: number;
+  peakRssMb: number;
+  exitCode: number | null;
+  how: string;
+}
+
+/** Runs the built CLI on `file`; peak RSS from /usr/bin/time -v or polled VmHWM. */
+async function measure(file: string): Promise<Run> {
+  const args = ["dist/cli/main.js", "report", file];
+  const useTime = existsSync(TIME);
+  const started = performance.now();
+  const child = useTime
+    ? spawn(TIME, ["-v", process.execPath, ...args], { stdio: ["ignore", "ignore", "pipe"] })
+    : spawn(process.execPath, args, { stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  let hwmKb = 0;
+  const poll = useTime
+    ? undefined
+    : setInterval(() => {
+        readFile(`/proc/${child.pid}/status`, "utf8").then(
+          (s) => (hwmKb = Math.max(hwmKb, Number(/VmHWM:\s+(\d+)/.exec(s)?.[1] ?? 0))),
+          () => undefined,
+        );
+      }, 20);
+  const [exitCode] = (await once(child, "close")) as [number | null];
+  const wallSeconds = (performance.now() - started) / 1000;
+  if (poll) clearInterval(poll);
+  if (useTime) hwmKb = Number(/Maximum resident set size \(kbytes\): (\d+)/.exec(stderr)?.[1] ?? 0);
+  return {
+    wallSeconds,
+    peakRssMb: Math.round(hwmKb / 102.4) / 10,
+    exitCode,
+    how: useTime ? "/usr/bin/time -v" : "/proc VmHWM",
+  };
+}
+
+const dir = await mkdtemp(join(tmpdir(), "selfheal-bench-report-"));
+const results: Record<string, unknown>[] = [];
+try {
+  for (const mb of SIZES_MB) {
+    const file = join(dir, `events-${mb}mb.jsonl`);
+    const genStart = performance.now();
+    const bytes = await generate(file, mb);
+    const genSeconds = (performance.now() - genStart) / 1000;
+    const run = await measure(file);
+    await rm(file);
+    const row = {
+      sizeMb: Math.round(bytes / 1e5) / 10,
+      generateSeconds: Math.round(genSeconds * 10) / 10,
+      wallSeconds: Math.round(run.wallSeconds * 100) / 100,
+      mbPerSecond: Math.round(bytes / 1e6 / run.wallSeconds),
+      peakRssMb: run.peakRssMb,
+      exitCode: run.exitCode,
+      measuredWith: run.how,
+    };
+    results.push(row);
+    console.log(JSON.stringify(row));
+  }
+} finally {
+  await rm(dir, { recursive: true, force: true });
+}
+const first = results[0] as { peakRssMb: number; mbPerSecond: number };
+const last = results.at(-1) as { peakRssMb: number; mbPerSecond: number };
+const memoryRatio = Math.round((last.peakRssMb / first.peakRssMb) * 100) / 100;
+const minMbPerSecond = Math.min(...results.map((r) => r.mbPerSecond as number));
+const summary = {
+  date: new Date().toISOString(),
+  node: process.version,
+  cpus: cpus().length,
+  cpuModel: cpus()[0]?.model,
+  runs: results,
+  memoryRatio,
+  flatMemory: memoryRatio <= 1.5,
+  minMbPerSecond,
+  fastEnough: minMbPerSecond >= 100,
+};
+await writeFile("bench/results/report.json", `${JSON.stringify(summary, null, 2)}\n`);
+console.log(
+  `peak RSS ${first.peakRssMb} MB -> ${last.peakRssMb} MB (x${memoryRatio}, target <= 1.5); slowest ${minMbPerSecond} MB/s (target >= 100)`,
+);

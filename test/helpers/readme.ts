@@ -1,0 +1,37 @@
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+
+export const README = readFileSync(resolve(import.meta.dirname, "../../README.md"), "utf8");
+
+/** The text of the section under the heading `heading` (any level), to the next heading. */
+export function readmeSection(heading: string): string {
+  const lines = README.split("\n");
+  const start = lines.findIndex((l) => /^#{2,4} /.test(l) && l.replace(/^#+ /, "") === heading);
+  if (start < 0) throw new Error(`README has no heading "${heading}"`);
+  const end = lines.findIndex((l, i) => i > start && /^#{2,4} /.test(l));
+  return lines.slice(start + 1, end < 0 ? undefined : end).join("\n");
+}
+
+/** The first ```ts block of a README section. */
+export function readmeBlock(heading: string): string {
+  const match = /```ts\n([\s\S]*?)```/.exec(readmeSection(heading));
+  if (!match?.[1]) throw new Error(`README section "${heading}" has no ts block`);
+  return match[1];
+}
+
+/** The rows of the first table whose header's first cell is `firstColumn`, as cell lists. */
+export function readmeTable(firstColumn: string): string[][] {
+  const lines = README.split("\n");
+  const header = lines.findIndex((l) => new RegExp(`^\\|\\s*${firstColumn}\\s*\\|`).test(l));
+  if (header < 0) throw new Error(`README has no table starting with "${firstColumn}"`);
+  const rows: string[][] = [];
+  for (let i = header + 2; i < lines.length && lines[i]?.startsWith("|"); i++) {
+    rows.push(
+      (lines[i] ?? "")
+        .split("|")
+        .slice(1, -1)
+        .map((c) => c.trim()),
+    );
+  }
+  return rows;
+}

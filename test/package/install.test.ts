@@ -1,0 +1,206 @@
+/**
+ * The package as a user gets it: `npm pack` (of the built dist/: `npm test` builds it first),
+ * installed into scratch projects, one CommonJS and one ESM TypeScript project
+ * (`module`/`moduleResolution` nodenext), each type-checked with this repository's TypeScript
+ * and running the README's quick start against a local HTTP server. Installing needs the npm
+ * registry (for `@opentelemetry/api`): without it the suite is skipped with a notice locally and
+ * fails under `CI=true`.
+ */
+import { execFile } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readmeBlock } from "../helpers/readme.js";
+
+const run = promisify(execFile);
+const ROOT = resolve(import.meta.dirname, "../..");
+const TSC = join(ROOT, "node_modules/typescript/bin/tsc");
+const TYPE_ROOTS = join(ROOT, "node_modules/@types");
+
+let work = "";
+let server: Server | undefined;
+let docsUrl = "";
+let unavailable: string | undefined;
+const seen: string[] = [];
+
+async function sh(cmd: string, args: string[], cwd: string, timeout = 60_000) {
+  return run(cmd, args, { cwd, timeout, env: { ...process.env, DOCS_URL: docsUrl } });
+}
+
+/** The README's quick start, split into its import lines and its body. */
+function quickStart(): { imports: string; body: string } {
+  const lines = readmeBlock("Quick start").split("\n");
+  const imports = lines.filter((l) => l.startsWith("import "));
+  const body = lines.filter((l) => !l.startsWith("import "));
+  return { imports: imports.join("\n"), body: body.join("\n") };
+}
+
+/** What the quick start leaves to the reader: its docs URL and payments client. */
+const PRELUDE = `
+const DOCS_URL = process.env.DOCS_URL ?? "";
+const payments = {
+  refund: async (id: string, options: { idempotencyKey: string | undefined }) => {
+    console.log("refunded " + id + " with key " + String(options.idempotencyKey));
+    return { id };
+  },
+};
+`;
+
+const TSCONFIG = (module: string) =>
+  JSON.stringify({
+    compilerOptions: {
+      target: "ES2022",
+      lib: ["ES2023"],
+      module,
+      moduleResolution: module,
+      strict: true,
+      skipLibCheck: false,
+      typeRoots: [TYPE_ROOTS],
+      types: ["node"],
+      outDir: "out",
+    },
+    include: ["*.ts", "*.cts", "*.mts"],
+  });
+
+function project(name: string, type: "module" | "commonjs", files: Record<string, string>) {
+  const dir = join(work, name);
+  rmSync(dir, { recursive: true, force: true });
+  const pkg = { name: `scratch-${name}`, private: true, version: "0.0.0", type };
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "package.json"), JSON.stringify(pkg));
+  for (const [file, text] of Object.entries(files)) writeFileSync(join(dir, file), text);
+  return dir;
+}
+
+let tarball = "";
+
+beforeAll(async () => {
+  work = mkdtempSync(join(tmpdir(), "selfheal-install-"));
+  server = createServer((req, res) => {
+    seen.push(req.url ?? "");
+    res.setHeader("content-type", "application/json");
+    res.end(JSON.stringify({ hits: [{ title: "Refund policy" }] }));
+  });
+  await new Promise<void>((done) => server?.listen(0, "127.0.0.1", done));
+  docsUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/search`;
+
+  const { stdout } = await sh(
+    "npm",
+    ["pack", "--ignore-scripts", "--json", "--pack-destination", work],
+    ROOT,
+  );
+  const [packed] = JSON.parse(stdout) as { filename: string; files: { path: string }[] }[];
+  if (!packed) throw new Error("npm pack printed nothing");
+  tarball = join(work, packed.filename);
+  writeFileSync(join(work, "files.json"), JSON.stringify(packed.files.map((f) => f.path)));
+
+  // One install, shared: node_modules at the root of `work` serves every project below it.
+  writeFileSync(join(work, "package.json"), JSON.stringify({ name: "scratch", private: true }));
+  try {
+    await sh(
+      "npm",
+      ["install", "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error", tarball],
+      work,
+      90_000,
+    );
+  } catch (error) {
+    const text = String((error as { stderr?: string }).stderr ?? error);
+    if (!/E(NOTFOUND|AI_AGAIN|CONNREFUSED|CONNRESET|TIMEDOUT)|network|ENETUNREACH/i.test(text))
+      throw error;
+    if (process.env.CI === "true")
+      throw new Error(`npm registry unreachable under CI: ${text}`, { cause: error });
+    unavailable = `npm registry unreachable, package install tests skipped: ${text.split("\n")[0]}`;
+    console.warn(unavailable);
+  }
+}, 120_000);
+
+afterAll(() => {
+  server?.close();
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+describe("the packed tarball", () => {
+  it("ships dist, the sources its maps point at, README and LICENSE; no tests", () => {
+    const files = JSON.parse(readFileSync(join(work, "files.json"), "utf8")) as string[];
+    expect(files).toContain("LICENSE");
+    expect(files).toContain("README.md");
+    expect(files).toContain("dist/index.js");
+    expect(files.some((f) => f.startsWith("test/"))).toBe(false);
+    // Every source map's sources are in the tarball.
+    for (const map of files.filter((f) => f.endsWith(".map"))) {
+      const { sources } = JSON.parse(
+        readFileSync(join(work, "node_modules/selfheal", map), "utf8"),
+      ) as { sources: string[] };
+      for (const source of sources) {
+        const shipped = join(map, "..", source).replace(/\\/g, "/");
+        expect(files, `${map} -> ${source}`).toContain(shipped);
+      }
+    }
+  });
+});
+
+describe("installed into scratch projects", () => {
+  it("CommonJS: require() of every entry, the quick start type-checks and runs (Node >= 20.19)", async (ctx) => {
+    if (unavailable) ctx.skip(unavailable);
+    const { imports, body } = quickStart();
+    const dir = project("cjs", "commonjs", {
+      "tsconfig.json": TSCONFIG("nodenext"),
+      "quickstart.ts": `${imports}\n${PRELUDE}\nasync function main() {\n${body}\n  await sh.close();\n}\nvoid main();\n`,
+      "require.js": `
+const core = require("selfheal");
+const testing = require("selfheal/testing");
+const notify = require("selfheal/notify");
+const otel = require("selfheal/otel");
+console.log([typeof core.createSelfHealing, typeof testing.FailureInjector, typeof notify.slackNotifier, typeof otel.startTelemetry].join(" "));
+`,
+    });
+    const required = await sh(process.execPath, ["require.js"], dir);
+    expect(required.stdout.trim()).toBe("function function function function");
+    await sh(process.execPath, [TSC, "-p", "."], dir);
+    expect(readFileSync(join(dir, "out/quickstart.js"), "utf8")).toContain('require("selfheal")');
+    const { stdout } = await sh(process.execPath, ["out/quickstart.js"], dir, 20_000);
+    expect(stdout).toContain("refunded A-42 with key refund-A-42");
+    expect(stdout).toContain("status: 'healthy'");
+  }, 60_000);
+
+  it("ESM TypeScript (nodenext): the quick start type-checks and runs", async (ctx) => {
+    if (unavailable) ctx.skip(unavailable);
+    const { imports, body } = quickStart();
+    const dir = project("esm", "module", {
+      "tsconfig.json": TSCONFIG("nodenext"),
+      "quickstart.ts": `${imports}\n${PRELUDE}\n${body}\nawait sh.close();\n`,
+      "testing.ts": readmeBlock("Testing your agent: `selfheal/testing`"),
+    });
+    await sh(process.execPath, [TSC, "-p", "."], dir);
+    const before = seen.length;
+    const { stdout } = await sh(process.execPath, ["out/quickstart.js"], dir, 20_000);
+    expect(stdout).toContain("refunded A-42 with key refund-A-42");
+    expect(stdout).toContain("status: 'healthy'");
+    expect(seen.slice(before)).toEqual(["/search?q=refund%20policy"]);
+  }, 60_000);
+
+  it("selfheal/otel without its optional peers: a clear error naming them and the install command", async (ctx) => {
+    if (unavailable) ctx.skip(unavailable);
+    const dir = project("otel", "module", {
+      "start.mjs": `
+import { startTelemetry } from "selfheal/otel";
+try {
+  await startTelemetry({ serviceName: "x" });
+  console.log("started");
+} catch (e) {
+  console.log(e.code + "\\n" + e.message);
+}
+`,
+    });
+    const { stdout } = await sh(process.execPath, ["start.mjs"], dir);
+    expect(stdout).toContain("ERR_SELFHEAL_MISSING_PEER");
+    expect(stdout).toContain("@opentelemetry/sdk-trace-node");
+    expect(stdout).toMatch(
+      /npm i @opentelemetry\/sdk-trace-node .*@opentelemetry\/exporter-prometheus/,
+    );
+  }, 30_000);
+});
