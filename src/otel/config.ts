@@ -27,26 +27,46 @@ export type SamplerName =
 /** `cumulative` (default: Prometheus, Mimir/Grafana Cloud), `delta` (Honeycomb, Datadog, Dynatrace), `lowmemory`. */
 export type Temporality = "cumulative" | "delta" | "lowmemory";
 
-/** The options `startTelemetry` reads here (the rest of `TelemetryOptions` is SDK objects). */
+/**
+ * The options `startTelemetry` resolves here (`TelemetryOptions` adds the SDK objects). Each
+ * wins over its environment variable (in brackets); defaults are the specification's unless said.
+ */
 export interface ConfigOptions {
+  /** OTLP/HTTP base URL [OTEL_EXPORTER_OTLP_ENDPOINT]; `/v1/traces`, `/v1/metrics` are appended. Default http://localhost:4318. */
   endpoint?: string | undefined;
+  /** Full traces URL [OTEL_EXPORTER_OTLP_TRACES_ENDPOINT]. */
   tracesEndpoint?: string | undefined;
+  /** Full metrics URL [OTEL_EXPORTER_OTLP_METRICS_ENDPOINT]. */
   metricsEndpoint?: string | undefined;
+  /** [OTEL_EXPORTER_OTLP_PROTOCOL, per signal OTEL_EXPORTER_OTLP_TRACES_PROTOCOL/_METRICS_PROTOCOL]; default http/protobuf. grpc is refused with a clear error. */
   protocol?: OtlpProtocol | undefined;
+  /** Deadline of one OTLP export, retries included [OTEL_EXPORTER_OTLP_TIMEOUT, per signal ..._TRACES_TIMEOUT/_METRICS_TIMEOUT]; default 10000. */
   exportTimeoutMillis?: number | undefined;
+  /** [OTEL_TRACES_EXPORTER]: otlp (default), console, none. */
   tracesExporter?: TracesExporterName | readonly TracesExporterName[] | undefined;
-  /** A name here; a `Sampler` object is handled by the caller and skips the variable. */
+  /** A sampler name [OTEL_TRACES_SAMPLER]; default parentbased_always_on. */
   sampler?: SamplerName | undefined;
+  /** Ratio of the traceidratio samplers [OTEL_TRACES_SAMPLER_ARG]; default 1. */
   samplerRatio?: number | undefined;
+  /** Spans buffered for export [OTEL_BSP_MAX_QUEUE_SIZE]; default 2048. More are dropped, never blocked on. */
   maxQueueSize?: number | undefined;
+  /** [OTEL_BSP_MAX_EXPORT_BATCH_SIZE]; default 512. */
   maxExportBatchSize?: number | undefined;
+  /** [OTEL_BSP_SCHEDULE_DELAY]; default 5000. */
   scheduledDelayMillis?: number | undefined;
+  /** [OTEL_METRICS_EXPORTER]: otlp (default), prometheus, console, none, or a list of them. */
   metricsExporter?: MetricsExporterName | readonly MetricsExporterName[] | undefined;
+  /** Serve Prometheus metrics on this port at /metrics [OTEL_EXPORTER_PROMETHEUS_PORT, default 9464]; setting it adds the prometheus exporter. */
   metricsPort?: number | undefined;
+  /** [OTEL_EXPORTER_PROMETHEUS_HOST]; default 127.0.0.1 (not the spec's all interfaces): nothing is exposed beyond the machine unless asked. */
   metricsHost?: string | undefined;
+  /** OTLP metric export interval [OTEL_METRIC_EXPORT_INTERVAL]; default 60000. */
   metricsIntervalMillis?: number | undefined;
+  /** [OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE]; default cumulative; delta for backends that want it (Honeycomb, Datadog, Dynatrace). */
   temporality?: Temporality | undefined;
+  /** At most one failure line per this many ms; default 60000. */
   errorLogIntervalMillis?: number | undefined;
+  /** Bound on `forceFlush()` and `shutdown()`; default 5000. */
   shutdownTimeoutMillis?: number | undefined;
 }
 
