@@ -12,7 +12,7 @@ export type {
 } from "./engine/options.js";
 export type { CallContext, CallMode } from "./engine/call-context.js";
 export type { WrappedTool, CallResult } from "./engine/tool.js";
-export type { RecoveryEvent } from "./engine/recovery-step.js";
+export type { RecoveryEvent } from "./engine/events.js";
 export type { Plans, RecoveryOptions, UnknownPolicy } from "./engine/options.js";
 export type { EventLogOptions } from "./recovery/event-log.js";
 export type { ProviderConfig, Usage } from "./recovery/providers.js";

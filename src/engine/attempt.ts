@@ -1,56 +1,129 @@
 import { context, type Context } from "@opentelemetry/api";
-import { withDeadline } from "../deadline.js";
 import { EmptyResponseError, ToolTimeoutError } from "../errors.js";
-import { attemptCost, type ProviderConfig } from "../recovery/providers.js";
-import type { Failure } from "../recovery/strategy.js";
-import type { ToolMetricLabels } from "../telemetry/metrics.js";
+import { EXPIRE, type Deadline, type Expiring } from "../deadline.js";
+import { attemptCost } from "../recovery/providers.js";
 import { describeThrown, redact } from "../telemetry/redact.js";
 import { errorType, recordAttemptError } from "../telemetry/spans.js";
-import { AttemptContext, type CallMode } from "./call-context.js";
-import { diagnoseFailure } from "./diagnosis-step.js";
-import type { ToolFunction } from "./options.js";
-import type { Engine } from "./tool.js";
+import { AttemptContext } from "./call-context.js";
+import { diagnoseFailure } from "./diagnose.js";
+import type {
+  AbortedOnce,
+  AttemptSpec,
+  CallState,
+  Engine,
+  FailedOnce,
+  OnceResult,
+  ToolRuntime,
+} from "./engine.js";
 
-/** What every attempt of one tool shares, set up once at registration. */
-export interface ToolRuntime<A, R> {
-  name: string;
-  fn: ToolFunction<A, R>;
-  /** Undefined unless `kind: "llm"`. */
-  isEmpty: ((result: R) => boolean) | undefined;
-  /** Primary first; `[undefined]` for a tool without providers. */
-  providers: readonly (string | undefined)[];
-  /** Breakers open on their own only where another route can take the traffic. */
-  canTrip: boolean;
-  labels: ToolMetricLabels;
-}
-
-/** One attempt's parameters. */
-/** What every attempt of one call shares. */
-export interface CallBase {
-  mode: CallMode;
-  idempotencyKey: string | undefined;
-  toolCallId: string | undefined;
-  taskId: string | undefined;
-  callerSignal: AbortSignal | undefined;
+/** What hears how an attempt ended: exactly one of its methods is called, once. */
+export interface AttemptSink<R> {
+  answered(value: R, ctx: AttemptContext): void;
+  failed(error: unknown, ctx: AttemptContext): void;
 }
 
 /**
- * One attempt's own parameters. Kept apart from CallBase on purpose: merging them with an object
- * spread on the per-call path measured ~7 µs a call (V8's clone slow path).
+ * An attempt in flight: the context the tool sees, and whichever comes first of the tool's
+ * answer, its throw, the deadline (a ToolTimeoutError) and the caller's abort (its reason)
+ * settles it. One object holds what closures would (settle, abort, expire): the success path
+ * allocates less, and the state sits in #private fields the tool cannot see.
  */
-export interface AttemptSpec {
-  provider: string | undefined;
-  timeoutMs: number | undefined;
-  attempt: number;
-  /** Context the attempt's spans and the tool's own spans start in. */
-  parent: Context;
+class RunningAttempt<R> extends AttemptContext implements Expiring {
+  #done = false;
+  #deadline: Deadline | undefined;
+  #onAbort: (() => void) | undefined;
+  readonly #engine: Engine;
+  readonly #tool: string;
+  readonly #signal: AbortSignal | undefined;
+  readonly #sink: AttemptSink<R>;
+
+  constructor(engine: Engine, tool: string, c: CallState, spec: AttemptSpec, sink: AttemptSink<R>) {
+    super(
+      spec.timeoutMs,
+      spec.provider,
+      c.mode,
+      spec.attempt,
+      c.key,
+      c.call.toolCallId,
+      c.taskId,
+      spec.provider === undefined
+        ? undefined
+        : engine.options.recovery.providers.get(spec.provider),
+    );
+    this.#engine = engine;
+    this.#tool = tool;
+    this.#signal = c.call.signal;
+    this.#sink = sink;
+  }
+
+  start<A>(fn: ToolRuntime<A, R>["fn"], args: A, parent: Context, now: number): void {
+    const signal = this.#signal;
+    if (signal) {
+      if (signal.aborted) {
+        this.#abort(signal.reason);
+        return;
+      }
+      this.#onAbort = () => {
+        this.#abort(signal.reason);
+      };
+      signal.addEventListener("abort", this.#onAbort, { once: true });
+    }
+    if (this.timeoutMs !== undefined)
+      this.#deadline = this.#engine.deadlines.add(this.timeoutMs, now, this);
+    let result: R | Promise<R>;
+    try {
+      // Entering a context costs an AsyncLocalStorage run: skipped when it is the active one.
+      result =
+        parent === context.active()
+          ? fn(args, this)
+          : context.with(parent, fn, undefined, args, this);
+    } catch (error) {
+      if (this.#settle()) this.#sink.failed(error, this); // a throw before returning a promise
+      return;
+    }
+    // A native promise is used as is; a value or a thenable is adopted.
+    Promise.resolve(result).then(
+      (value) => {
+        if (this.#settle()) this.#sink.answered(value, this);
+      },
+      (error: unknown) => {
+        if (this.#settle()) this.#sink.failed(error, this);
+      },
+    );
+  }
+
+  [EXPIRE](): void {
+    this.#abort(new ToolTimeoutError(this.#tool, this.timeoutMs ?? 0));
+  }
+
+  /** True the first time only: later outcomes (a late answer after the deadline) are dropped. */
+  #settle(): boolean {
+    if (this.#done) return false;
+    this.#done = true;
+    if (this.#deadline) this.#engine.deadlines.clear(this.#deadline);
+    if (this.#onAbort) this.#signal?.removeEventListener("abort", this.#onAbort);
+    return true;
+  }
+
+  #abort(reason: unknown): void {
+    if (!this.#settle()) return;
+    this.abort(reason);
+    this.#sink.failed(reason, this);
+  }
 }
 
-export type OnceResult<R> =
-  | { ok: true; value: R; costUsd: number }
-  | { ok: false; failure: Failure; costUsd: number; errorType: string; message: string }
-  /** The caller aborted: no diagnosis, no verdict on the route. */
-  | { aborted: true; error: unknown; costUsd: number };
+/** Starts one run of the tool; `sink` hears how it ended. */
+export function startAttempt<A, R>(
+  engine: Engine,
+  tool: ToolRuntime<A, R>,
+  args: A,
+  c: CallState,
+  spec: AttemptSpec,
+  now: number,
+  sink: AttemptSink<R>,
+): void {
+  new RunningAttempt(engine, tool.name, c, spec, sink).start(tool.fn, args, spec.parent, now);
+}
 
 /** A user `isEmpty` that throws must not turn a good answer into a failure: count it as an answer. */
 function safeIsEmpty<R>(isEmpty: (result: R) => boolean, result: R): boolean {
@@ -61,71 +134,27 @@ function safeIsEmpty<R>(isEmpty: (result: R) => boolean, result: R): boolean {
   }
 }
 
-/** An attempt under way: its context (for cost reports) and the tool's promise. */
-export interface Started<R> {
-  ctx: AttemptContext;
-  result: Promise<R>;
-}
-
-/** Starts one attempt: its call context, its deadline and the caller's signal. */
-export function startAttempt<A, R>(
-  engine: Engine,
-  tool: ToolRuntime<A, R>,
-  args: A,
-  base: CallBase,
-  spec: AttemptSpec,
-): Started<R> {
-  const needsController = spec.timeoutMs !== undefined || base.callerSignal !== undefined;
-  const controller = needsController ? new AbortController() : undefined;
-  const providers = engine.options.recovery.providers;
-  const ctx = new AttemptContext(
-    spec.timeoutMs,
-    spec.provider,
-    base.mode,
-    spec.attempt,
-    base.idempotencyKey,
-    base.toolCallId,
-    base.taskId,
-    spec.provider === undefined ? undefined : providers.get(spec.provider),
-    controller,
-  );
-  let result: Promise<R>;
-  try {
-    result = controller
-      ? context.with(spec.parent, () =>
-          withDeadline(() => tool.fn(args, ctx), {
-            controller,
-            timeoutMs: spec.timeoutMs,
-            timeoutError: () => new ToolTimeoutError(tool.name, spec.timeoutMs ?? 0),
-            callerSignal: base.callerSignal,
-            clock: engine.options.clock,
-          }),
-        )
-      : Promise.resolve(context.with(spec.parent, tool.fn, undefined, args, ctx));
-  } catch (error) {
-    result = Promise.reject(error); // a tool that throws before returning a promise
-  }
-  return { ctx, result };
-}
-
 function costOf(engine: Engine, spec: AttemptSpec, ctx: AttemptContext): number {
-  const provider: ProviderConfig | undefined =
+  if (spec.provider === undefined && ctx.reportedUsd === undefined) return 0;
+  const provider =
     spec.provider === undefined ? undefined : engine.options.recovery.providers.get(spec.provider);
   return attemptCost(provider, ctx.reportedUsd, ctx.usage);
 }
 
-/** The verdict on an answer: fine, or (for an LLM tool) empty, which is diagnosed as a failure. */
-export function attemptAnswered<A, R>(
+/** Whether an answer is a real one: any answer of a plain tool, a non-empty one of an LLM tool. */
+export function isAnswer<A, R>(tool: ToolRuntime<A, R>, value: R): boolean {
+  return !tool.isEmpty || !safeIsEmpty(tool.isEmpty, value);
+}
+
+/** The verdict on an empty answer of an LLM tool: a failure, diagnosed. */
+export function attemptEmpty<A, R>(
   engine: Engine,
   tool: ToolRuntime<A, R>,
-  base: CallBase,
+  c: CallState,
   spec: AttemptSpec,
-  started: Started<R>,
+  ctx: AttemptContext,
   value: R,
-): OnceResult<R> | Promise<OnceResult<R>> {
-  if (!tool.isEmpty || !safeIsEmpty(tool.isEmpty, value)) {
-    return { ok: true, value, costUsd: costOf(engine, spec, started.ctx) };
-  }
+): Promise<FailedOnce> {
   const error = new EmptyResponseError(tool.name);
   return diagnoseFailure(
     engine,
@@ -134,7 +163,7 @@ export function attemptAnswered<A, R>(
     error,
     error.message,
     spec.parent,
-    base.taskId,
+    c.taskId,
     spec.attempt === 1,
   ).then((diagnosis) => ({
     ok: false as const,
@@ -142,10 +171,10 @@ export function attemptAnswered<A, R>(
       error,
       diagnosis,
       provider: spec.provider,
-      timeoutMs: spec.timeoutMs,
+      timeoutMs: spec.requestedMs,
       empty: { value },
     },
-    costUsd: costOf(engine, spec, started.ctx),
+    costUsd: costOf(engine, spec, ctx),
     errorType: error.name,
     message: error.message,
   }));
@@ -155,13 +184,13 @@ export function attemptAnswered<A, R>(
 export async function attemptFailed<A, R>(
   engine: Engine,
   tool: ToolRuntime<A, R>,
-  base: CallBase,
+  c: CallState,
   spec: AttemptSpec,
-  started: Started<R>,
+  ctx: AttemptContext,
   error: unknown,
-): Promise<OnceResult<R>> {
-  const costUsd = costOf(engine, spec, started.ctx);
-  if (base.callerSignal?.aborted) return { aborted: true, error, costUsd };
+): Promise<FailedOnce | AbortedOnce> {
+  const costUsd = costOf(engine, spec, ctx);
+  if (c.call.signal?.aborted) return { aborted: true, error, costUsd };
   const { tracer, options } = engine;
   const type = errorType(error);
   const message = redact(describeThrown(error), options.maxErrorLength);
@@ -181,36 +210,42 @@ export async function attemptFailed<A, R>(
     error,
     message,
     spec.parent,
-    base.taskId,
+    c.taskId,
     spec.attempt === 1,
   );
   return {
     ok: false,
-    failure: { error, diagnosis, provider: spec.provider, timeoutMs: spec.timeoutMs },
+    failure: { error, diagnosis, provider: spec.provider, timeoutMs: spec.requestedMs },
     costUsd,
     errorType: type,
     message,
   };
 }
 
-/**
- * Runs the tool once: its call context, its deadline and the caller's signal, an empty-answer
- * check for LLM tools, and for a failure the `agent.tool_call.error` span and the diagnosis.
- * (The first attempt of a call does the same steps inline, to spare the per-call path a promise.)
- */
-export async function runOnce<A, R>(
+/** Runs the tool once, to its verdict: recovery's attempts (the first attempt is inlined). */
+export function runOnce<A, R>(
   engine: Engine,
   tool: ToolRuntime<A, R>,
   args: A,
-  base: CallBase,
+  c: CallState,
   spec: AttemptSpec,
 ): Promise<OnceResult<R>> {
-  const started = startAttempt(engine, tool, args, base, spec);
-  let value: R;
-  try {
-    value = await started.result;
-  } catch (error) {
-    return attemptFailed(engine, tool, base, spec, started, error);
-  }
-  return attemptAnswered(engine, tool, base, spec, started, value);
+  return new Promise<OnceResult<R>>((resolve, reject) => {
+    startAttempt(engine, tool, args, c, spec, engine.options.clock.now(), {
+      answered(value, ctx) {
+        try {
+          resolve(
+            isAnswer(tool, value)
+              ? { ok: true, value, costUsd: costOf(engine, spec, ctx) }
+              : attemptEmpty(engine, tool, c, spec, ctx, value),
+          );
+        } catch (error) {
+          reject(error);
+        }
+      },
+      failed(error, ctx) {
+        resolve(attemptFailed(engine, tool, c, spec, ctx, error));
+      },
+    });
+  });
 }

@@ -29,8 +29,9 @@ export interface CallContext {
 }
 
 /**
- * The call context of one attempt. The AbortController is created only when someone reads
- * `signal` or a deadline needs it, so calls without a timeout allocate none.
+ * The call context of one attempt. The AbortController is created only when the tool reads
+ * `signal` (an AbortController costs about a microsecond): a deadline or an abort before then is
+ * kept and handed to the controller when it is made.
  */
 export class AttemptContext implements CallContext {
   constructor(
@@ -42,15 +43,29 @@ export class AttemptContext implements CallContext {
     readonly toolCallId: string | undefined,
     readonly taskId: string | undefined,
     readonly providerConfig: ProviderConfig | undefined,
-    private controller?: AbortController,
   ) {}
+
+  private controller: AbortController | undefined;
+  private aborted = false;
+  private reason: unknown;
 
   /** What the tool reported about this attempt's cost. */
   reportedUsd: number | undefined;
   usage: Usage | undefined;
 
   get signal(): AbortSignal {
-    return (this.controller ??= new AbortController()).signal;
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort(this.reason);
+    }
+    return this.controller.signal;
+  }
+
+  /** The attempt is over (deadline, caller's abort): tells the tool through `signal`. */
+  abort(reason: unknown): void {
+    this.aborted = true;
+    this.reason = reason;
+    this.controller?.abort(reason);
   }
 
   reportCost(usd: number): void {

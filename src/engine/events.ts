@@ -3,10 +3,43 @@ import type { Diagnosis } from "../diagnosis/diagnoser.js";
 import type { DriftEvent } from "../diagnosis/drift.js";
 import type { StatusChangeEvent } from "../health/evaluator.js";
 import type { BreakerState } from "../recovery/breaker.js";
-import type { RecoveryEvent } from "./recovery-step.js";
 import type { CallRecord } from "../health/store.js";
 import { describeThrown, redact } from "../telemetry/redact.js";
+import type { RecoveryOutcome, StrategyName } from "../telemetry/conventions.js";
 import type { Logger } from "./options.js";
+
+/** A finished recovery, as listeners and the JSONL log get it. */
+export interface RecoveryEvent {
+  at: number;
+  agent: string;
+  tool: string;
+  taskId: string | undefined;
+  /** The first error, redacted and cut. */
+  error: string;
+  pattern: string;
+  confidence: number;
+  /** The strategy that ended the recovery (the last one run). */
+  strategy: StrategyName | undefined;
+  /** Every step, in order, with `skipped: reason` for those not run. */
+  steps: { strategy: StrategyName; skipped?: string }[];
+  /** Recovery attempts (the first, failed attempt not included). */
+  attempts: number;
+  /** From the first error to the end of recovery, ms. */
+  durationMs: number;
+  outcome: RecoveryOutcome;
+  /** Spend of the recovery attempts, USD. */
+  costUsd: number;
+  /**
+   * Recovery attempts that could not help: all of them when the call got no real answer (it
+   * failed, or only the fallback answered). Same-route retries of a non-retryable pattern would
+   * count too; the attempt guard never makes them.
+   */
+  wastedRetries: number;
+  /** Extra spend of attempts on secondaries over the primary's price, USD. */
+  failoverCostDifferentialUsd: number;
+  /** The provider that answered, when the call recovered. */
+  provider: string | undefined;
+}
 
 /** A finished tool call, as recorded (error text redacted). */
 export interface ToolCallEvent extends CallRecord {

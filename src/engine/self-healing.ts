@@ -26,7 +26,9 @@ import {
   type ToolFunction,
   type ToolOptions,
 } from "./options.js";
-import { instrumentTool, type Engine, type TaskState, type WrappedTool } from "./tool.js";
+import { DeadlineQueue } from "../deadline.js";
+import type { Engine, TaskState } from "./engine.js";
+import { instrumentTool, type WrappedTool } from "./tool.js";
 import { agentStatus, type AgentStatus } from "./agent-status.js";
 
 /** What a task function receives. */
@@ -132,6 +134,7 @@ export function createSelfHealing(options: SelfHealingOptions): SelfHealing {
   );
   const eventLog =
     recovery.eventLog === undefined ? undefined : new JsonlLog(recovery.eventLog, logger);
+  const warned = new Set<string>();
   /** When recovery degraded the agent to read-only (undefined: not degraded). */
   let degradedAt: number | undefined;
   const engine: Engine = {
@@ -156,7 +159,13 @@ export function createSelfHealing(options: SelfHealingOptions): SelfHealing {
         metrics.escalation(channel, suppressed);
       },
     }),
+    deadlines: new DeadlineQueue(clock),
     closed: () => closed !== undefined,
+    warnOnce(tool, message) {
+      if (warned.has(tool)) return;
+      warned.add(tool);
+      logger.warn(message);
+    },
     degraded(report) {
       if (degradedAt === undefined) return false;
       // Lifted by evidence: a report made after degrading, healthy on enough calls.

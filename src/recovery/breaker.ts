@@ -99,6 +99,11 @@ export class CircuitBreaker {
     this.mayTrip = true;
   }
 
+  /** Whether failures can open it (another route can take its traffic): then successes count too. */
+  get canTrip(): boolean {
+    return this.mayTrip;
+  }
+
   /**
    * Records an attempt's outcome: `ok`, or a failure that counts against the route (the caller
    * decides which failures do: see route-outcome.ts). A probe's outcome closes or reopens it.

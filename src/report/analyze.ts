@@ -1,4 +1,4 @@
-import type { RecoveryEvent } from "../engine/recovery-step.js";
+import type { RecoveryEvent } from "../engine/events.js";
 import { redact } from "../telemetry/redact.js";
 
 /** The weekly review of a recovery event log. */

@@ -1,51 +1,12 @@
-import type { MeterProvider, TracerProvider } from "@opentelemetry/api";
 import { quantile } from "../stats.js";
 import type { Scenario } from "./scenarios.js";
 import { doubleCharges, pageKind, scoreCalls } from "./score.js";
+import type { PolicyFactory, Telemetry } from "./policy.js";
 import { selfhealPolicy } from "./selfheal-policy.js";
-import {
-  createWorld,
-  type CallRecord,
-  type Operation,
-  type TimelineEntry,
-  type World,
-} from "./world.js";
+import { createWorld, type CallRecord, type Operation, type TimelineEntry } from "./world.js";
 
 export type { TimelineEntry, World } from "./world.js";
-
-/** What only a policy can tell about itself (everything else is measured by the world). */
-export interface PolicyFigures {
-  /** Breakers opened on a dependency that had no fault at the time. */
-  falseTrips: number;
-  driftEvents: number;
-}
-
-/**
- * A way of calling the fleet's dependencies: selfheal, or what users would pick instead. Each
- * method gets the call's id (the question, the order) and passes it with every request it makes
- * (`world.behave`), so the world can tell the requests of one call apart.
- */
-export interface Policy {
-  complete(question: string): Promise<string>;
-  charge(order: string): Promise<string>;
-  figures(): PolicyFigures;
-  close(): Promise<void>;
-}
-
-export interface PolicyContext {
-  world: World;
-  /** Where selfheal's spans and metrics go (default: nowhere). */
-  telemetry: Telemetry;
-  /** selfheal's recovery event log (`recovery.eventLog`), when the run should write one. */
-  eventLog?: string | undefined;
-}
-
-export type PolicyFactory = (context: PolicyContext) => Policy;
-
-export interface Telemetry {
-  tracerProvider?: TracerProvider | undefined;
-  meterProvider?: MeterProvider | undefined;
-}
+export type { Policy, PolicyContext, PolicyFactory, PolicyFigures, Telemetry } from "./policy.js";
 
 /** The figures of one run (snake_case: they are the `--json` output). */
 export interface SimResult {

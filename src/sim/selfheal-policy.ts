@@ -1,6 +1,6 @@
 import { createSelfHealing } from "../engine/self-healing.js";
 import type { Notifier } from "../notify/notifier.js";
-import type { Policy, PolicyContext } from "./run.js";
+import type { Policy, PolicyContext } from "./policy.js";
 
 /** The fleet's calls through selfheal with its defaults: failover between the LLM providers, a keyed payment. */
 export function selfhealPolicy({ world, telemetry, eventLog }: PolicyContext): Policy {

@@ -14,6 +14,9 @@ function hangUntilAborted(_args: unknown, ctx: CallContext): Promise<never> {
   });
 }
 
+/** Lets the event loop finish its turn (where an idle deadline timer is cancelled). */
+const endOfTurn = () => new Promise((resolve) => setImmediate(resolve));
+
 describe("timeouts and cancellation", () => {
   it("aborts the tool's signal and rejects with ToolTimeoutError after timeoutMs", async () => {
     const { sh, clock } = virtualInstance();
@@ -78,6 +81,7 @@ describe("timeouts and cancellation", () => {
       (_a: unknown, ctx) => ctx.timeoutMs,
     );
     await expect(t(undefined, { timeoutMs: 5 })).resolves.toBe(5);
+    await endOfTurn(); // the deadline timer is shared by calls in a row, cancelled once idle
     expect(clock.pendingTimers).toBe(0);
   });
 
@@ -88,6 +92,7 @@ describe("timeouts and cancellation", () => {
       throw boom;
     });
     expect(await t(undefined).catch((e: unknown) => e)).toBe(boom);
+    await endOfTurn();
     expect(clock.pendingTimers).toBe(0);
   });
 

@@ -14,7 +14,7 @@ import {
   SPAN_DIAGNOSIS,
 } from "../telemetry/conventions.js";
 import type { ToolMetricLabels } from "../telemetry/metrics.js";
-import type { Engine } from "./tool.js";
+import type { Engine } from "./engine.js";
 
 /** The tool a diagnosis is about. */
 export interface DiagnosedTool {

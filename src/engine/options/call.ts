@@ -1,0 +1,59 @@
+import { SelfHealConfigError } from "../../errors.js";
+import { knownKeys, ms, numbers, object, optionalString } from "./validate.js";
+
+/** Options passed by the caller of a wrapped tool, per call. */
+export interface CallOptions {
+  /** Aborting it aborts the call. */
+  signal?: AbortSignal;
+  /** Overrides the tool's `idempotencyKey(args)`. */
+  idempotencyKey?: string;
+  /** The model's id for this tool call (`gen_ai.tool.call.id`). */
+  toolCallId?: string;
+  /** Overrides the tool's `timeoutMs` for this call. */
+  timeoutMs?: number;
+  /** Overrides the tool's `deadlineMs` for this call: the whole call, recovery included. */
+  deadlineMs?: number;
+}
+
+/** The default deadline of a call, ms, when its tool's timeout is at most a third of it. */
+export const DEFAULT_DEADLINE_MS = 60_000;
+
+/**
+ * The longest a call may take, recovery included: the call's own `deadlineMs`, else the tool's,
+ * else `recovery.deadlineMs`, else the larger of 60 s and 3 x the attempt timeout.
+ */
+export function deadlineOf(
+  callMs: number | undefined,
+  toolMs: number | undefined,
+  recoveryMs: number | undefined,
+  timeoutMs: number | undefined,
+): number {
+  return callMs ?? toolMs ?? recoveryMs ?? Math.max(DEFAULT_DEADLINE_MS, 3 * (timeoutMs ?? 0));
+}
+
+const CALL_KEYS = [
+  "signal",
+  "idempotencyKey",
+  "toolCallId",
+  "timeoutMs",
+  "deadlineMs",
+] as const satisfies readonly (keyof CallOptions)[];
+const TIME_RULES = { timeoutMs: ms(1), deadlineMs: ms(1) };
+
+/** Shared by every call without options: no allocation on the hot path. */
+const NO_CALL_OPTIONS: CallOptions = Object.freeze({});
+
+/** Validates per-call options of a wrapped tool. */
+export function validateCallOptions(tool: string, input: unknown): CallOptions {
+  if (input === undefined) return NO_CALL_OPTIONS;
+  const field = `${tool}(args, options)`;
+  const o = object(input, field);
+  knownKeys(o, CALL_KEYS, field);
+  if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) {
+    throw new SelfHealConfigError(`${field}.signal`, "expected an AbortSignal");
+  }
+  optionalString(o.idempotencyKey, `${field}.idempotencyKey`);
+  optionalString(o.toolCallId, `${field}.toolCallId`);
+  numbers(o, TIME_RULES, field);
+  return o;
+}

@@ -1,0 +1,122 @@
+import { SelfHealConfigError } from "../../errors.js";
+import type { CallContext } from "../call-context.js";
+import { plans, type Plans } from "./recovery.js";
+import {
+  knownKeys,
+  ms,
+  nonEmptyString,
+  numbers,
+  object,
+  optionalChoice,
+  optionalFunction,
+  optionalString,
+  show,
+} from "./validate.js";
+
+export type ToolKind = "tool" | "llm";
+
+export interface ToolOptions<A = unknown, R = unknown> {
+  /** Required: whether the tool only reads. Write tools are refused while health is critical. */
+  readOnly: boolean;
+  /** `llm` tools feed the empty-response signal. Default `tool`. */
+  kind?: ToolKind;
+  /** Abort an attempt after this many ms (the tool's signal is aborted, the attempt fails). */
+  timeoutMs?: number;
+  /** The longest a call may take, recovery included, ms (default `recovery.deadlineMs`). */
+  deadlineMs?: number;
+  /** Key that makes a write safe to repeat; reaches the tool on every attempt. */
+  idempotencyKey?: (args: A) => string | undefined;
+  /** For `llm` tools: whether a result counts as empty. Default: see `isEmptyResponse`. */
+  isEmpty?: (result: R) => boolean;
+  /** Provider behind the tool (`gen_ai.provider.name`), e.g. `openai`. */
+  provider?: string;
+  /** `gen_ai.tool.type` (`function`, `extension`, `datastore`); not set when omitted. */
+  type?: string;
+  /**
+   * Providers this tool can use, primary first, each declared in `recovery.providers`: the call
+   * context's `provider` says which one to call. Default: `[provider]` when set.
+   */
+  providers?: readonly string[];
+  /** Recovery chains by pattern for this tool. */
+  plans?: Plans;
+  /**
+   * A canned answer for when no route can answer: every route's circuit is open, or recovery
+   * ran out of routes and the plan reached `circuit_break`. Not failover: another provider goes
+   * in `providers`.
+   */
+  cannedAnswer?: (args: A, error: unknown) => R | Promise<R>;
+}
+
+export type ToolFunction<A, R> = (args: A, context: CallContext) => R | Promise<R>;
+
+const TOOL_KEYS = [
+  "readOnly",
+  "kind",
+  "timeoutMs",
+  "deadlineMs",
+  "idempotencyKey",
+  "isEmpty",
+  "provider",
+  "type",
+  "providers",
+  "plans",
+  "cannedAnswer",
+] as const satisfies readonly (keyof ToolOptions)[];
+
+const TOOL_KINDS: readonly ToolKind[] = ["tool", "llm"];
+const TIME_RULES = { timeoutMs: ms(1), deadlineMs: ms(1) };
+
+/** `providers`: a non-empty list, each name declared in `recovery.providers`. */
+function checkProviders(
+  value: unknown,
+  field: string,
+  knownProviders: ReadonlyMap<string, unknown>,
+): void {
+  if (!Array.isArray(value) || value.length === 0) {
+    throw new SelfHealConfigError(
+      field,
+      "expected a non-empty list of provider names, primary first",
+    );
+  }
+  for (const p of value as unknown[]) {
+    if (typeof p !== "string" || !knownProviders.has(p))
+      throw new SelfHealConfigError(field, `${show(p)} is not declared in recovery.providers`);
+  }
+}
+
+/** Validates the options of one tool; `readOnly` has no default on purpose. */
+export function validateToolOptions(
+  name: unknown,
+  input: unknown,
+  fn: unknown,
+  knownProviders: ReadonlyMap<string, unknown>,
+): void {
+  nonEmptyString(name, "tool(name)");
+  const field = `tool("${name}").options`;
+  const o = object(input, field);
+  // Before the unknown-key check, so the old name gets a migration hint, not "unknown option".
+  if (o.fallback !== undefined) {
+    throw new SelfHealConfigError(
+      `${field}.fallback`,
+      "renamed to cannedAnswer (the answer given when no route can answer); failover to another provider is `providers`",
+    );
+  }
+  knownKeys(o, TOOL_KEYS, field);
+  if (typeof o.readOnly !== "boolean") {
+    throw new SelfHealConfigError(
+      `${field}.readOnly`,
+      "required: say whether the tool writes (readOnly: false) or only reads (readOnly: true); write tools are refused while health is critical",
+    );
+  }
+  optionalChoice(o.kind, TOOL_KINDS, `${field}.kind`);
+  numbers(o, TIME_RULES, field);
+  optionalFunction(o.idempotencyKey, `${field}.idempotencyKey`);
+  optionalFunction(o.isEmpty, `${field}.isEmpty`);
+  optionalString(o.provider, `${field}.provider`);
+  optionalString(o.type, `${field}.type`);
+  if (o.providers !== undefined) checkProviders(o.providers, `${field}.providers`, knownProviders);
+  if (o.plans !== undefined) plans(o.plans, `${field}.plans`);
+  optionalFunction(o.cannedAnswer, `${field}.cannedAnswer`);
+  if (typeof fn !== "function")
+    throw new SelfHealConfigError(`tool("${name}")`, "the last argument must be the tool function");
+}

@@ -1,0 +1,36 @@
+import type { MeterProvider, TracerProvider } from "@opentelemetry/api";
+import type { World } from "./world.js";
+
+/** What only a policy can tell about itself (everything else is measured by the world). */
+export interface PolicyFigures {
+  /** Breakers opened on a dependency that had no fault at the time. */
+  falseTrips: number;
+  driftEvents: number;
+}
+
+/**
+ * A way of calling the fleet's dependencies: selfheal, or what users would pick instead. Each
+ * method gets the call's id (the question, the order) and passes it with every request it makes
+ * (`world.behave`), so the world can tell the requests of one call apart.
+ */
+export interface Policy {
+  complete(question: string): Promise<string>;
+  charge(order: string): Promise<string>;
+  figures(): PolicyFigures;
+  close(): Promise<void>;
+}
+
+export interface PolicyContext {
+  world: World;
+  /** Where selfheal's spans and metrics go (default: nowhere). */
+  telemetry: Telemetry;
+  /** selfheal's recovery event log (`recovery.eventLog`), when the run should write one. */
+  eventLog?: string | undefined;
+}
+
+export type PolicyFactory = (context: PolicyContext) => Policy;
+
+export interface Telemetry {
+  tracerProvider?: TracerProvider | undefined;
+  meterProvider?: MeterProvider | undefined;
+}
