@@ -101,7 +101,7 @@ function pushString(into: string[], value: unknown): void {
 
 function addText(r: Reading, value: unknown): void {
   if (typeof value !== "string" || value === "" || r.textLength >= MAX_MATCH_TEXT) return;
-  const text = value.length > MAX_MATCH_TEXT ? value.slice(0, MAX_MATCH_TEXT) : value;
+  const text = value.slice(0, MAX_MATCH_TEXT);
   r.texts.push(text);
   r.textLength += text.length + 3;
 }
@@ -156,7 +156,7 @@ function readHeaders(headers: unknown): Map<string, string> | undefined {
   const values = new Map<string, string>();
   const add = (value: unknown, key: unknown) => {
     if (typeof key !== "string" || values.size >= MAX_HEADERS) return;
-    const text = typeof value === "string" ? value : Array.isArray(value) ? "" : String(value);
+    const text = Array.isArray(value) ? "" : String(value);
     values.set(key.toLowerCase(), text.slice(0, MAX_VALUE));
   };
   const forEach = get(headers, "forEach");
@@ -209,8 +209,7 @@ function parseJsonObject(text: string): Bag | undefined {
   const start = text.trimStart();
   if (!start.startsWith("{")) return undefined;
   try {
-    const parsed: unknown = JSON.parse(start);
-    return isBag(parsed) && !Array.isArray(parsed) ? parsed : undefined;
+    return JSON.parse(start) as Bag; // JSON that starts with "{" is an object
   } catch {
     return undefined;
   }
@@ -218,8 +217,7 @@ function parseJsonObject(text: string): Bag | undefined {
 
 /** Google's `details`: ErrorInfo `reason` as a code, RetryInfo `retryDelay` as the wait. */
 function readDetails(details: readonly unknown[], r: Reading): void {
-  for (let i = 0; i < details.length && i < MAX_DETAILS; i++) {
-    const detail = details[i];
+  for (const detail of details.slice(0, MAX_DETAILS)) {
     pushString(r.facts.codes, get(detail, "reason"));
     const type = get(detail, "@type");
     if (typeof type === "string" && type.endsWith("RetryInfo"))
@@ -273,7 +271,6 @@ function readOne(error: unknown, r: Reading): void {
     addText(r, error);
     return;
   }
-  if (!isBag(error)) return;
   const facts = r.facts;
   const response = get(error, "response"); // axios, got, ky
   const status =
@@ -319,16 +316,14 @@ function readOne(error: unknown, r: Reading): void {
   }
 }
 
-/** The errors to read next: the cause, then the first members of an AggregateError. */
+/**
+ * The errors to read next: the cause, then the first members of an AggregateError (undefined
+ * and null among them are skipped by the caller).
+ */
 function children(error: unknown): unknown[] {
-  if (!isBag(error)) return [];
-  const next: unknown[] = [];
-  const cause = get(error, "cause");
-  if (cause !== undefined && cause !== null) next.push(cause);
   const members = get(error, "errors");
-  if (Array.isArray(members))
-    for (let i = 0; i < members.length && i < MAX_MEMBERS; i++) next.push(members[i]);
-  return next;
+  const first: unknown[] = Array.isArray(members) ? members.slice(0, MAX_MEMBERS) : [];
+  return [get(error, "cause"), ...first];
 }
 
 /**

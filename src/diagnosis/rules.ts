@@ -376,8 +376,6 @@ export interface CompiledRule {
   strategies: readonly PlanStep[];
   cooldownMs: number;
   matchers: readonly CompiledMatcher[];
-  /** Whether any matcher needs the status page (read only when the rest already matched). */
-  needsStatusPage: boolean;
 }
 
 const lower = (xs: readonly string[] | undefined) =>
@@ -423,16 +421,16 @@ export function unsafeRegexReason(re: RegExp): string | undefined {
     if (c === "[") inClass = true;
     else if (c === "(") groups.push(false);
     else if (c === ")") {
-      const hadQuantifier = groups.pop() ?? false;
+      const hadQuantifier = groups.pop() === true;
       const next = src[i + 1];
       const quantified =
         next === "*" || next === "+" || (next === "{" && /^\{\d*,\d*\}/.test(src.slice(i + 1)));
       if (quantified && hadQuantifier)
         return "a repeated group contains a repeat (catastrophic backtracking)";
-      if (quantified && groups.length) groups[groups.length - 1] = true;
       if (hadQuantifier && groups.length) groups[groups.length - 1] = true;
-    } else if (c === "*" || c === "+" || c === "?" || c === "{") {
-      if (c !== "?" && groups.length) groups[groups.length - 1] = true;
+    } else if (c === "*" || c === "+" || c === "{") {
+      // Also the repeat of a group just closed: it marks the enclosing group.
+      if (groups.length) groups[groups.length - 1] = true;
     }
   }
   return undefined;
@@ -536,12 +534,12 @@ export function checkPlan(plan: unknown, field: string): void {
       `unknown strategy ${JSON.stringify(name)} (known: ${STRATEGIES.join(", ")})`,
     );
     if (typeof step === "object" && step !== null) {
-      const extra = Object.keys(step).filter((k) => k !== "strategy" && k !== "attempts");
-      check(
-        extra.length === 0,
-        `${field}[${i}].${extra[0] ?? ""}`,
-        "unknown step field (known: strategy, attempts)",
-      );
+      for (const key of Object.keys(step))
+        check(
+          key === "strategy" || key === "attempts",
+          `${field}[${i}].${key}`,
+          "unknown step field (known: strategy, attempts)",
+        );
       const attempts = (step as { attempts?: unknown }).attempts;
       check(
         attempts === undefined ||
@@ -611,7 +609,6 @@ export function compileRules(rules: unknown): CompiledRule[] {
       strategies: (r.strategies as StrategyName[] | undefined) ?? DEFAULT_CHAINS[pattern],
       cooldownMs: r.cooldownMs ?? DEFAULT_COOLDOWNS[pattern],
       matchers,
-      needsStatusPage: matchers.some((m) => m.statusPageDegraded),
     };
   });
 }

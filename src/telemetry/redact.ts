@@ -33,7 +33,7 @@ const CREDENTIAL_LIKE = /[0-9._~+/=-]|.[A-Z]/;
  * `Bearer abc`: keeps the scheme, drops a value that reads as a credential (a digit, a symbol,
  * inner capitals, or 16 letters and more); a word of prose stays ("Bearer authentication").
  */
-const authScheme: Replacer = (match, scheme = "", space = "", value = "") =>
+const authScheme: Replacer = (match, scheme, space, value) =>
   CREDENTIAL_LIKE.test(value) || value.length >= 16 ? `${scheme}${space}${REDACTED}` : match;
 
 /**
@@ -143,11 +143,22 @@ const VALUE_END = /[\s"'`&,;)\]}<>\\]/;
 /** Where a header value ends. */
 const HEADER_END = /[\r\n"'`\\]/;
 
-/** Index of the closing `quote` at or after `from`; after a bare quote, `\"` is skipped. */
+/**
+ * Index of the quote that closes a value opened by `quote` (a quote character after k = 0, 1, 3
+ * or 7 backslashes: JSON nested k deep in JSON strings). At that depth a backslash of the value
+ * is written 2^d = k + 1 times, so the closing quote follows k backslashes plus whole pairs of
+ * escaped ones: n - k backslashes, a multiple of 2(k + 1). Any other count is an escaped quote
+ * inside the value. -1 when the value never closes (it is then cut at the end of its line).
+ */
 function closing(text: string, quote: string, from: number): number {
-  let at = text.indexOf(quote, from);
-  while (quote.length === 1 && at > 0 && text[at - 1] === "\\") at = text.indexOf(quote, at + 1);
-  return at;
+  const k = quote.length - 1;
+  const mark = quote.charAt(k);
+  for (let at = text.indexOf(mark, from + k); at >= 0; at = text.indexOf(mark, at + 1)) {
+    let n = 0;
+    while (at - n > from && text.charAt(at - n - 1) === "\\") n++;
+    if (n >= k && (n - k) % (2 * (k + 1)) === 0) return at - k;
+  }
+  return -1;
 }
 
 /** End of the first character of `set` at or after `from`, or of the text. */
@@ -203,7 +214,6 @@ function redactPairs(text: string): string {
       const scheme = SCHEME.exec(text.slice(start, start + 40))?.[0];
       if (scheme !== undefined) from = start + scheme.length;
       end = endOf(text, HEADER_END, from);
-      if (text.startsWith(REDACTED, from) && end === from + REDACTED.length) continue;
     } else {
       end = endOf(text, VALUE_END, start);
       const value = text.slice(start, end);
@@ -211,7 +221,7 @@ function redactPairs(text: string): string {
         !separator.includes("=") &&
         separator.endsWith(" ") &&
         /^[A-Za-z]+$/.test(value) &&
-        /^ [A-Za-z]/.test(text.slice(end, end + 2));
+        / [A-Za-z]/.test(text.slice(end, end + 2));
       if (prose) continue;
     }
     if (end <= from) continue;
@@ -219,7 +229,7 @@ function redactPairs(text: string): string {
     copied = end;
     PAIR.lastIndex = end;
   }
-  return copied === 0 ? text : out + text.slice(copied);
+  return out + text.slice(copied);
 }
 
 /** Luhn checksum of a digit string. */
@@ -238,12 +248,10 @@ function luhn(digits: string): boolean {
 
 /** A payment card prefix (Visa, Mastercard incl. 2221-2720, Amex, Diners, JCB, Discover, ...). */
 function cardPrefix(digits: string): boolean {
-  const first = digits.charAt(0);
-  if (first === "2") {
-    const four = Number(digits.slice(0, 4));
-    return four >= 2221 && four <= 2720;
-  }
-  return first >= "3" && first <= "6";
+  // The card pattern only lets 2 to 6 start a number; 3 to 6 are all card prefixes.
+  if (digits.charAt(0) !== "2") return true;
+  const four = Number(digits.slice(0, 4));
+  return four >= 2221 && four <= 2720;
 }
 
 /**
@@ -261,7 +269,7 @@ const card: Replacer = (match) => {
     }
     const last = groups[n - 1] ?? "";
     digits = digits.slice(0, digits.length - last.length);
-    kept -= last.length + (n > 1 ? 1 : 0);
+    kept -= last.length + 1; // and its separator (kept is unused once the first group goes)
   }
   return match;
 };
@@ -304,11 +312,8 @@ function looksRandom(run: string): boolean {
   if (upper === 0 || lower === 0 || digits === 0) return false;
   if (upperNotAtWordStart < upper * 0.25) return false;
   const segments = core.split("/");
-  if (
-    segments.length >= 3 &&
-    segments.filter((s) => s.length >= 2 && PATH_WORD.test(s)).length >= 2
-  )
-    return false;
+  // Two lower-case path words and a segment holding the upper case: three segments at least.
+  if (segments.filter((s) => s.length >= 2 && PATH_WORD.test(s)).length >= 2) return false;
   return entropy(core) >= 3.8;
 }
 
@@ -341,9 +346,8 @@ const escapeChar = (c: string): string => {
   if (c === "\r") return "\\r";
   if (c === "\t") return "\\t";
   const code = c.charCodeAt(0);
-  return code <= 0xff
-    ? `\\x${code.toString(16).padStart(2, "0")}`
-    : `\\u${code.toString(16).padStart(4, "0")}`;
+  // Every escaped code point above 0xff (U+2028 to U+2069) has four hex digits.
+  return code <= 0xff ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16)}`;
 };
 
 /**

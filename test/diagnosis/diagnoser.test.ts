@@ -5,6 +5,7 @@ import {
   EmptyResponseError,
   type Rule,
 } from "../../src/index.js";
+import { isRouteFault } from "../../src/diagnosis/diagnoser.js";
 import { InjectedApiError, httpFault, thrownFault } from "../../src/testing/index.js";
 import { recordingProvider } from "../helpers/otel.js";
 import { virtualInstance } from "../helpers/engine.js";
@@ -518,5 +519,86 @@ describe("through the wrapper", () => {
       "selfheal.recovery.strategy": "retry_once",
       "http.response.status_code": 429,
     });
+  });
+});
+
+describe("confidence and route faults", () => {
+  it.each([
+    [0.5, true],
+    [0.49, false],
+  ])("a rule of confidence %s is actionable: %s", async (confidence, actionable) => {
+    const { sh: s } = virtualInstance({
+      diagnosis: {
+        rules: [{ name: "edge", pattern: "TIMEOUT", confidence, match: { status: [504] } }],
+      },
+    });
+    expect(await s.diagnose(Object.assign(new Error("gateway"), { status: 504 }))).toMatchObject({
+      rule: "edge",
+      confidence,
+      actionable,
+    });
+  });
+
+  it.each([
+    ["a 503 status", thrownFault("http_503"), true],
+    ["a selfheal timeout", new ToolTimeoutError("t", 100), true],
+    ["an outage in the wording only", new Error("503 Service Unavailable"), false],
+    ["a timeout in the wording only", new Error("the request timed out"), false],
+    ["a 429: the route answered", thrownFault("rate_limit"), false],
+    ["a 400: the route answered", Object.assign(new Error("bad"), { status: 400 }), false],
+    ["a context too long: the route answered", thrownFault("context_length"), false],
+    ["nothing known", new Error("the flux capacitor is misaligned"), false],
+  ])("%s is a route fault: %s", async (_name, error, expected) => {
+    expect(isRouteFault(await diagnose(error))).toBe(expected);
+  });
+});
+
+describe("which status page a diagnosis reads", () => {
+  function withPages(statusPages: Record<string, string>) {
+    const asked: string[] = [];
+    const fetch = ((url: URL) => {
+      asked.push(String(url));
+      return Promise.resolve(Response.json({ status: { indicator: "major" } }));
+    }) as typeof globalThis.fetch;
+    const { sh: s } = virtualInstance({ diagnosis: { statusPages, fetch } });
+    return { s, asked };
+  }
+  const timeout = new ToolTimeoutError("complete", 1_000);
+
+  it("the tool's page first, then the provider's", async () => {
+    const { s, asked } = withPages({
+      complete: "https://tool.example.com",
+      openai: "https://openai.example.com",
+    });
+    expect(await s.diagnose(timeout, { tool: "complete", provider: "openai" })).toMatchObject({
+      pattern: "SERVICE_DOWN",
+      statusPage: "degraded",
+    });
+    expect(await s.diagnose(timeout, { tool: "other", provider: "openai" })).toMatchObject({
+      pattern: "SERVICE_DOWN",
+      statusPage: "degraded",
+    });
+    expect(asked).toEqual([
+      "https://tool.example.com/api/v2/status.json",
+      "https://openai.example.com/api/v2/status.json",
+    ]);
+  });
+
+  it("a call without a provider reads no provider's page, not even one keyed 'undefined'", async () => {
+    const { s, asked } = withPages({ undefined: "https://status.example.com" });
+    expect(await s.diagnose(timeout, { tool: "complete" })).toMatchObject({
+      pattern: "TIMEOUT",
+      statusPage: "unknown",
+    });
+    expect(asked).toEqual([]);
+  });
+
+  it("names inherited from Object are no pages", async () => {
+    const { s, asked } = withPages({});
+    expect(await s.diagnose(timeout, { tool: "constructor", provider: "toString" })).toMatchObject({
+      pattern: "TIMEOUT",
+      statusPage: "unknown",
+    });
+    expect(asked).toEqual([]);
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { DriftEvent } from "../../src/index.js";
+import { DEFAULT_DRIFT, DriftDetector } from "../../src/diagnosis/drift.js";
+import type { Advice, AdviceOutcome, DriftEvent } from "../../src/index.js";
 import { virtualInstance } from "../helpers/engine.js";
 
 /** A provider whose rate-limit errors carry no status: only the wording tells what they are. */
@@ -162,5 +163,138 @@ describe("escalateUnknown (advisory, off the call path)", () => {
     await clock.advance(1);
     expect(advice[0]).toMatchObject({ failure: 'answered an unknown pattern "GREMLINS"' });
     expect(advice[0]?.advice).toBeUndefined();
+  });
+});
+
+describe("drift at the threshold", () => {
+  const tight = { diagnosis: { drift: { window: 10, minSamples: 10, threshold: 0.5 } } };
+  const overall = (p: ReturnType<typeof wordyProvider>) =>
+    p.drift.filter((e) => e.tool === undefined);
+
+  it("a share equal to the threshold is no drift; just above it is", async () => {
+    const p = wordyProvider(tight);
+    p.switchWording("rate limit reached");
+    await p.call(5);
+    p.switchWording("Slow down!");
+    await p.call(5);
+    expect(overall(p)).toHaveLength(0); // 5 of 10
+    await p.call(1);
+    expect(overall(p)).toMatchObject([{ share: 0.6, samples: 10 }]);
+  });
+
+  it("falling back to exactly the threshold re-arms", async () => {
+    const p = wordyProvider(tight);
+    p.switchWording("Slow down!");
+    await p.call(6);
+    p.switchWording("rate limit reached");
+    await p.call(4);
+    expect(overall(p)).toHaveLength(1); // 6 of 10
+    await p.call(1); // 5 of 10: re-armed
+    p.switchWording("Slow down!");
+    await p.call(5); // the unknowns that leave the window are replaced: still 5 of 10
+    expect(overall(p)).toHaveLength(1);
+    await p.call(1); // 6 of 10
+    expect(overall(p)).toHaveLength(2);
+  });
+});
+
+describe("DriftDetector for a tool it has not seen", () => {
+  it("has no samples, no share, and files advice nowhere", () => {
+    const events: DriftEvent[] = [];
+    const detector = new DriftDetector(DEFAULT_DRIFT, (e) => events.push(e));
+    expect(detector.samples("never")).toEqual([]);
+    expect(detector.share("never")).toBeUndefined();
+    expect(detector.share()).toBeUndefined();
+    detector.attachAdvice("never", 0, { tool: "never", failure: "no advice" });
+    detector.record("seen", "UNKNOWN", "???", 5);
+    detector.attachAdvice("seen", 6, { tool: "seen", failure: "no advice" });
+    expect(detector.samples("seen")).toEqual([{ at: 5, tool: "seen", text: "???" }]);
+    expect(detector.samples("never")).toEqual([]);
+    expect(events).toEqual([]);
+  });
+
+  it("through the instance: no samples for an unknown tool", () => {
+    expect(virtualInstance().sh.unknownSamples("never")).toEqual([]);
+  });
+});
+
+describe("escalateUnknown answers", () => {
+  /** An instance whose advisor answers `answer(text)` after `delayMs` of virtual time. */
+  function advised(
+    answer: (text: string) => Advice | undefined,
+    { delayMs = 0, keepSamples = 20 } = {},
+  ) {
+    const { sh, clock } = virtualInstance({
+      diagnosis: {
+        drift: { keepSamples },
+        escalateUnknown: async (_e, { text }) => {
+          if (delayMs) await clock.sleep(delayMs);
+          return answer(text);
+        },
+      },
+    });
+    const advice: (AdviceOutcome & { agent: string; at: number })[] = [];
+    sh.on("diagnosis-advice", (a) => advice.push(a));
+    const t = sh.tool("t", { readOnly: true }, (msg: string) => {
+      throw new Error(msg);
+    });
+    const fail = (msg: string) => t(msg).catch(() => undefined);
+    return { sh, clock, advice, fail };
+  }
+
+  it("no answer is reported as such", async () => {
+    const a = advised(() => undefined);
+    await a.fail("???");
+    await a.clock.advance(1);
+    expect(a.advice).toEqual([
+      { agent: "test-agent", tool: "t", at: expect.any(Number) as number, failure: "no advice" },
+    ]);
+  });
+
+  it("an answer with a pattern only is kept as it is", async () => {
+    const a = advised(() => ({ pattern: "TIMEOUT" }));
+    await a.fail("???");
+    await a.clock.advance(1);
+    expect(a.advice).toEqual([
+      {
+        agent: "test-agent",
+        tool: "t",
+        at: expect.any(Number) as number,
+        advice: { pattern: "TIMEOUT" },
+      },
+    ]);
+    expect(a.sh.unknownSamples("t")[0]?.advice).toEqual({
+      tool: "t",
+      advice: { pattern: "TIMEOUT" },
+    });
+  });
+
+  it("each answer is filed with the sample it is about", async () => {
+    const a = advised((text) => ({ pattern: text === "first" ? "TIMEOUT" : "AUTH" }), {
+      delayMs: 1_000,
+    });
+    await a.fail("first");
+    await a.clock.advance(10);
+    await a.fail("second");
+    await a.clock.advance(1_000);
+    expect(a.sh.unknownSamples("t").map((s) => [s.text, s.advice?.advice?.pattern])).toEqual([
+      ["first", "TIMEOUT"],
+      ["second", "AUTH"],
+    ]);
+  });
+
+  it("an answer about a sample no longer kept is still reported", async () => {
+    const a = advised((text) => ({ pattern: text === "first" ? "TIMEOUT" : "AUTH" }), {
+      delayMs: 1_000,
+      keepSamples: 1,
+    });
+    await a.fail("first");
+    await a.clock.advance(10);
+    await a.fail("second"); // "first" leaves the kept samples before its answer comes
+    await a.clock.advance(1_000);
+    expect(a.advice.map((x) => x.advice?.pattern)).toEqual(["TIMEOUT", "AUTH"]);
+    expect(a.sh.unknownSamples("t").map((s) => [s.text, s.advice?.advice?.pattern])).toEqual([
+      ["second", "AUTH"],
+    ]);
   });
 });

@@ -138,3 +138,72 @@ describe("status pages in diagnosis", () => {
     ).toThrow(/diagnosis\.statusPages\.openai/);
   });
 });
+
+describe("StatusPageClient requests (injected fetch, virtual time)", () => {
+  /** A fetch that records what it was asked and answers with `answer`. */
+  function fakeFetch(answer: (signal: AbortSignal) => Promise<Response>) {
+    const calls: { url: string; headers: unknown; signal: AbortSignal }[] = [];
+    const fetch = ((url: URL, init: RequestInit) => {
+      const signal = init.signal as AbortSignal;
+      calls.push({ url: String(url), headers: init.headers, signal });
+      return answer(signal);
+    }) as typeof globalThis.fetch;
+    return { fetch, calls };
+  }
+  const json = (body: unknown, status = 200) =>
+    Promise.resolve(
+      new Response(JSON.stringify(body), {
+        status,
+        headers: { "content-type": "application/json" },
+      }),
+    );
+
+  it.each([
+    ["https://status.example.com", "https://status.example.com/api/v2/status.json"],
+    ["https://status.example.com/", "https://status.example.com/api/v2/status.json"],
+    ["https://example.com/openai", "https://example.com/openai/api/v2/status.json"],
+    ["https://example.com/openai/", "https://example.com/openai/api/v2/status.json"],
+  ])("reads %s at %s, asking for JSON", async (base, url) => {
+    const f = fakeFetch(() => json({ status: { indicator: "none" } }));
+    const client = new StatusPageClient({ clock: new VirtualClock(), fetch: f.fetch });
+    expect(await client.state(base)).toBe("operational");
+    expect(f.calls.map((c) => [c.url, c.headers])).toEqual([[url, { accept: "application/json" }]]);
+  });
+
+  it("an error status is unknown, even with an incident in its body", async () => {
+    const f = fakeFetch(() => json({ status: { indicator: "major" } }, 503));
+    const client = new StatusPageClient({ clock: new VirtualClock(), fetch: f.fetch });
+    expect(await client.state("https://status.example.com")).toBe("unknown");
+  });
+
+  it("a page that does not answer in time is aborted with a reason naming it", async () => {
+    const clock = new VirtualClock();
+    const f = fakeFetch(
+      (signal) =>
+        new Promise((_, reject) => {
+          signal.addEventListener("abort", () => {
+            reject(signal.reason as Error);
+          });
+        }),
+    );
+    const client = new StatusPageClient({ clock, timeoutMs: 250, fetch: f.fetch });
+    const state = client.state("https://status.example.com");
+    await clock.advance(249);
+    expect(f.calls[0]?.signal.aborted).toBe(false);
+    await clock.advance(1);
+    expect(await state).toBe("unknown");
+    expect((f.calls[0]?.signal.reason as Error).message).toBe(
+      "status page https://status.example.com did not answer within 250 ms",
+    );
+  });
+
+  it("an answered request leaves no timer behind and is never aborted afterwards", async () => {
+    const clock = new VirtualClock();
+    const f = fakeFetch(() => json({ status: { indicator: "minor" } }));
+    const client = new StatusPageClient({ clock, timeoutMs: 250, fetch: f.fetch });
+    expect(await client.state("https://status.example.com")).toBe("degraded");
+    expect(clock.pendingTimers).toBe(0);
+    await clock.advance(1_000);
+    expect(f.calls[0]?.signal.aborted).toBe(false);
+  });
+});

@@ -1,4 +1,4 @@
-import { SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import { SpanKind, SpanStatusCode, trace, type TracerProvider } from "@opentelemetry/api";
 import { beforeEach, describe, expect, it } from "vitest";
 import { isHealthCheckFailedError } from "../../src/index.js";
 import { recordingProvider, tree } from "../helpers/otel.js";
@@ -194,5 +194,105 @@ describe("agent.tool_call spans (real OpenTelemetry SDK)", () => {
     expect(otel.spans()).toHaveLength(0);
     await clock.advance(5_000);
     expect((await sh.status()).tools.t?.signals[0]?.samples).toBe(1);
+  });
+});
+
+/**
+ * A tracer provider over the real SDK that notes every attribute selfheal hands it, at span
+ * start and by setAttribute, before the SDK filters anything.
+ */
+function attributeSpy() {
+  const handed: [string, unknown][] = [];
+  const provider: TracerProvider = {
+    getTracer(name, version, options) {
+      const tracer = otel.provider.getTracer(name, version, options);
+      return {
+        startSpan(spanName, spanOptions, ctx) {
+          for (const entry of Object.entries(spanOptions?.attributes ?? {})) handed.push(entry);
+          const span = tracer.startSpan(spanName, spanOptions, ctx);
+          return new Proxy(span, {
+            get(target, prop) {
+              if (prop === "setAttribute") {
+                return (key: string, value: unknown) => {
+                  handed.push([key, value]);
+                  return target.setAttribute(key, value as never);
+                };
+              }
+              const member: unknown = Reflect.get(target, prop, target);
+              return typeof member === "function"
+                ? (member as (...a: unknown[]) => unknown).bind(target)
+                : member;
+            },
+          });
+        },
+        startActiveSpan: tracer.startActiveSpan.bind(tracer),
+      };
+    },
+  };
+  return { provider, handed };
+}
+
+describe("agent.tool_call attributes that depend on the call", () => {
+  beforeEach(() => {
+    otel.reset();
+  });
+
+  const callSpan = () => otel.spans().find((s) => s.name === "agent.tool_call");
+
+  it("carry the tool type, the task id and the timeout when there are any", async () => {
+    const { sh } = setup();
+    const t = sh.tool("lookup", { readOnly: true, type: "datastore", timeoutMs: 2_000 }, () => 1);
+    await sh.task("task-7", () => t(undefined));
+    expect(callSpan()?.attributes).toMatchObject({
+      "gen_ai.tool.type": "datastore",
+      "selfheal.task.id": "task-7",
+      "selfheal.call.timeout_ms": 2_000,
+    });
+    otel.reset();
+    await t(undefined, { timeoutMs: 500 });
+    expect(callSpan()?.attributes["selfheal.call.timeout_ms"]).toBe(500);
+    expect(callSpan()?.attributes["selfheal.task.id"]).toBeUndefined();
+  });
+
+  it("never hand the tracer an attribute without a value", async () => {
+    const spy = attributeSpy();
+    const { sh } = virtualInstance({ tracerProvider: spy.provider });
+    await sh.tool("plain", { readOnly: true }, () => 1)(undefined);
+    await sh
+      .tool("failing", { readOnly: true }, () => {
+        throw new Error("down");
+      })(undefined)
+      .catch(() => undefined);
+    const names = new Set(spy.handed.map(([key]) => key));
+    expect(names).toContain("selfheal.call.outcome");
+    expect(spy.handed.filter(([, value]) => value === undefined)).toEqual([]);
+    for (const absent of [
+      "gen_ai.provider.name",
+      "gen_ai.tool.type",
+      "gen_ai.tool.call.id",
+      "selfheal.task.id",
+      "selfheal.call.timeout_ms",
+      "selfheal.response.empty",
+    ]) {
+      expect(names).not.toContain(absent);
+    }
+  });
+
+  it("an argument or result with no JSON form is recorded as an empty string", async () => {
+    const { sh } = setup({ recordArguments: true, recordResults: true });
+    await sh.tool("t", { readOnly: true }, () => undefined)(undefined);
+    expect(callSpan()?.attributes["gen_ai.tool.call.arguments"]).toBe("");
+    expect(callSpan()?.attributes["gen_ai.tool.call.result"]).toBe("");
+  });
+
+  it("a replayed write says so", async () => {
+    const { sh } = setup();
+    const charge = sh.tool("charge", { readOnly: false, idempotencyKey: () => "k" }, () => "ok");
+    await charge(undefined);
+    expect(callSpan()?.attributes["selfheal.idempotency.replayed"]).toBeUndefined();
+    otel.reset();
+    await charge(undefined);
+    expect(callSpan()?.attributes["selfheal.idempotency.replayed"]).toBe(true);
+    expect(callSpan()?.attributes["selfheal.call.outcome"]).toBe("success");
   });
 });
