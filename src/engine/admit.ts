@@ -6,7 +6,6 @@ import {
   ATTR_CALL_TIMEOUT_MS,
   ATTR_GEN_AI_TOOL_CALL_ARGUMENTS,
   ATTR_GEN_AI_TOOL_CALL_ID,
-  ATTR_HEALTH_STATUS,
   ATTR_TASK_ID,
   SPAN_TOOL_CALL,
 } from "../telemetry/conventions.js";
@@ -43,10 +42,9 @@ export function openCall<A, R>(
   const parent = context.active();
   const span = engine.tracer.startSpan(
     SPAN_TOOL_CALL,
-    { kind: SpanKind.INTERNAL, attributes: tool.attributes },
+    { kind: SpanKind.INTERNAL, attributes: tool.attributes[report.status] },
     parent,
   );
-  span.setAttribute(ATTR_HEALTH_STATUS, report.status);
   if (taskId !== undefined) span.setAttribute(ATTR_TASK_ID, taskId);
   if (call.toolCallId !== undefined) span.setAttribute(ATTR_GEN_AI_TOOL_CALL_ID, call.toolCallId);
   if (options.recordArguments) {
@@ -64,13 +62,15 @@ export function openCall<A, R>(
     timeoutMs,
   );
   const degraded = engine.degraded(report);
+  // A span with no context of its own (nothing records, no parent) adds nothing to pass on:
+  // building a context for it measured ~110 ns a call.
+  const enter = span.spanContext() !== INVALID_SPAN_CONTEXT;
   const c: CallState = {
     span,
     started,
     taskId,
-    // A span with no context of its own (nothing records, no parent) adds nothing to pass on:
-    // building a context for it measured ~110 ns a call.
-    context: span.spanContext() === INVALID_SPAN_CONTEXT ? parent : trace.setSpan(parent, span),
+    context: enter ? trace.setSpan(parent, span) : parent,
+    enter,
     mode: modeOf(report, degraded),
     timeoutMs,
     deadlineAt: started + deadlineMs,

@@ -1,4 +1,4 @@
-import { context, type Context } from "@opentelemetry/api";
+import { context } from "@opentelemetry/api";
 import { EmptyResponseError, ToolTimeoutError } from "../errors.js";
 import { EXPIRE, type Deadline, type Expiring } from "../deadline.js";
 import { attemptCost } from "../recovery/providers.js";
@@ -56,7 +56,7 @@ class RunningAttempt<R> extends AttemptContext implements Expiring {
     this.#sink = sink;
   }
 
-  start<A>(fn: ToolRuntime<A, R>["fn"], args: A, parent: Context, now: number): void {
+  start<A>(fn: ToolRuntime<A, R>["fn"], args: A, spec: AttemptSpec, now: number): void {
     const signal = this.#signal;
     if (signal) {
       if (signal.aborted) {
@@ -72,11 +72,7 @@ class RunningAttempt<R> extends AttemptContext implements Expiring {
       this.#deadline = this.#engine.deadlines.add(this.timeoutMs, now, this);
     let result: R | Promise<R>;
     try {
-      // Entering a context costs an AsyncLocalStorage run: skipped when it is the active one.
-      result =
-        parent === context.active()
-          ? fn(args, this)
-          : context.with(parent, fn, undefined, args, this);
+      result = spec.enter ? context.with(spec.parent, fn, undefined, args, this) : fn(args, this);
     } catch (error) {
       if (this.#settle()) this.#sink.failed(error, this); // a throw before returning a promise
       return;
@@ -122,7 +118,7 @@ export function startAttempt<A, R>(
   now: number,
   sink: AttemptSink<R>,
 ): void {
-  new RunningAttempt(engine, tool.name, c, spec, sink).start(tool.fn, args, spec.parent, now);
+  new RunningAttempt(engine, tool.name, c, spec, sink).start(tool.fn, args, spec, now);
 }
 
 /** A user `isEmpty` that throws must not turn a good answer into a failure: count it as an answer. */

@@ -9,6 +9,7 @@ import type { BreakerRegistry, CircuitBreaker } from "../recovery/breaker.js";
 import type { RecoveryBudget } from "../recovery/budget.js";
 import type { IdempotencyLedger } from "../recovery/idempotency.js";
 import type { Failure } from "../recovery/strategy.js";
+import type { HealthStatus } from "../telemetry/conventions.js";
 import type { SelfHealMetrics, ToolMetricLabels } from "../telemetry/metrics.js";
 import type { CallMode } from "./call-context.js";
 import type { Emitter, RecoveryEvent, SelfHealEvents } from "./events.js";
@@ -91,8 +92,11 @@ export interface ToolRuntime<A, R> {
   /** The same, with their breakers (looked up once, not per call). */
   readonly routes: readonly Route[];
   readonly labels: ToolMetricLabels;
-  /** The attributes every call's span starts with. */
-  readonly attributes: Attributes;
+  /**
+   * The attributes a call's span starts with, by the health status it was admitted under: made
+   * once, so a recording SDK checks one object per call rather than one more setAttribute.
+   */
+  readonly attributes: Readonly<Record<HealthStatus, Attributes>>;
 }
 
 /** One call in flight: made by admit, ended once by finish. */
@@ -102,6 +106,8 @@ export interface CallState {
   readonly taskId: string | undefined;
   /** The context the call's attempts run in (its span's, when the span carries one). */
   readonly context: Context;
+  /** Whether `context` is not the caller's active one: the first attempt must enter it. */
+  readonly enter: boolean;
   readonly mode: CallMode;
   /** The attempt timeout of this call (the caller's, else the tool's). */
   readonly timeoutMs: number | undefined;
@@ -125,6 +131,8 @@ export interface AttemptSpec {
   attempt: number;
   /** Context the attempt's spans and the tool's own spans start in. */
   parent: Context;
+  /** Whether `parent` is not the active context (entering one costs an AsyncLocalStorage run). */
+  enter: boolean;
 }
 
 /** An attempt that failed, diagnosed. */

@@ -228,6 +228,7 @@ class Recovery<A, R> implements RecoveryRun {
       requestedMs,
       attempt: number,
       parent: trace.setSpan(input.call.context, span),
+      enter: true,
     });
     input.budget.spend(out.costUsd - expected);
     this.lastCost.set(request.provider, out.costUsd);

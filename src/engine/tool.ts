@@ -1,3 +1,4 @@
+import type { Attributes, Context } from "@opentelemetry/api";
 import { CircuitOpenError, RecoveryBudgetExhaustedError, SelfHealClosedError } from "../errors.js";
 import type { HealthReport } from "../health/evaluator.js";
 import { RecoveryBudget } from "../recovery/budget.js";
@@ -8,6 +9,7 @@ import {
   ATTR_GEN_AI_PROVIDER_NAME,
   ATTR_GEN_AI_TOOL_NAME,
   ATTR_GEN_AI_TOOL_TYPE,
+  ATTR_HEALTH_STATUS,
   ATTR_IDEMPOTENCY_KEY,
   ATTR_TOOL_READ_ONLY,
   GEN_AI_OPERATION_EXECUTE_TOOL,
@@ -108,7 +110,7 @@ function toolRuntime<A, R>(
     );
   }
   const primary = providers[0];
-  const attributes: ToolRuntime<A, R>["attributes"] = {
+  const attributes: Attributes = {
     [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_EXECUTE_TOOL,
     [ATTR_GEN_AI_TOOL_NAME]: name,
     [ATTR_GEN_AI_AGENT_NAME]: engine.options.agent,
@@ -137,7 +139,11 @@ function toolRuntime<A, R>(
     providers,
     routes,
     labels: engine.metrics.registerTool(name, isLlm ? (primary ?? "unknown") : undefined),
-    attributes,
+    attributes: {
+      healthy: { ...attributes, [ATTR_HEALTH_STATUS]: "healthy" },
+      warning: { ...attributes, [ATTR_HEALTH_STATUS]: "warning" },
+      critical: { ...attributes, [ATTR_HEALTH_STATUS]: "critical" },
+    },
   };
 }
 
@@ -277,28 +283,11 @@ class ToolCalls<A, R> {
     now: number,
     detailed: boolean,
   ): Promise<unknown> {
-    const { engine, tool } = this;
-    const { provider } = routed.route;
-    const requested = routed.probe ? probeTimeout(c.timeoutMs, engine.options) : c.timeoutMs;
-    const left = c.deadlineAt - now;
-    const spec: AttemptSpec = {
-      provider,
-      // The attempt's own timeout, cut to the call's deadline.
-      timeoutMs: requested === undefined || requested > left ? left : requested,
-      requestedMs: requested,
-      attempt: 1,
-      parent: c.context,
-    };
+    const first = new FirstAttempt(this, args, c, routed, now, detailed);
     return new Promise((resolve, reject) => {
-      startAttempt(
-        engine,
-        tool,
-        args,
-        c,
-        spec,
-        now,
-        new FirstAttempt(this, args, c, routed, spec, detailed, resolve, reject),
-      );
+      first.resolve = resolve;
+      first.reject = reject;
+      startAttempt(this.engine, this.tool, args, c, first, now, first);
     });
   }
 
@@ -409,24 +398,41 @@ class ToolCalls<A, R> {
  * Hears how a call's first attempt ended and settles the promise its caller awaits: an answer
  * ends the call here (the success path), a failure or an empty answer goes on to recovery.
  */
-class FirstAttempt<A, R> implements AttemptSink<R> {
+class FirstAttempt<A, R> implements AttemptSink<R>, AttemptSpec {
+  readonly provider: string | undefined;
+  readonly timeoutMs: number | undefined;
+  readonly requestedMs: number | undefined;
+  readonly attempt = 1;
+  readonly parent: Context;
+  readonly enter: boolean;
+  resolve!: (value: unknown) => void;
+  reject!: (error: unknown) => void;
+
+  /** The attempt's spec too: one object where two would be made on every call. */
   constructor(
     private readonly calls: ToolCalls<A, R>,
     private readonly args: A,
     private readonly c: CallState,
     private readonly routed: Routed,
-    private readonly spec: AttemptSpec,
+    now: number,
     private readonly detailed: boolean,
-    private readonly resolve: (value: unknown) => void,
-    private readonly reject: (error: unknown) => void,
-  ) {}
+  ) {
+    const requested = routed.probe ? probeTimeout(c.timeoutMs, calls.engine.options) : c.timeoutMs;
+    const left = c.deadlineAt - now;
+    this.provider = routed.route.provider;
+    // The attempt's own timeout, cut to the call's deadline.
+    this.timeoutMs = requested === undefined || requested > left ? left : requested;
+    this.requestedMs = requested;
+    this.parent = c.context;
+    this.enter = c.enter;
+  }
 
   answered(value: R, ctx: AttemptContext): void {
     const { engine, tool } = this.calls;
     const { c, routed } = this;
     try {
       if (!isAnswer(tool, value)) {
-        const empty = attemptEmpty(engine, tool, c, this.spec, ctx, value);
+        const empty = attemptEmpty(engine, tool, c, this, ctx, value);
         this.resolve(this.calls.failed(this.args, c, routed, empty, this.detailed));
         return;
       }
@@ -444,7 +450,7 @@ class FirstAttempt<A, R> implements AttemptSink<R> {
 
   failed(error: unknown, ctx: AttemptContext): void {
     const { engine, tool } = this.calls;
-    const verdict = attemptFailed(engine, tool, this.c, this.spec, ctx, error);
+    const verdict = attemptFailed(engine, tool, this.c, this, ctx, error);
     this.resolve(this.calls.failed(this.args, this.c, this.routed, verdict, this.detailed));
   }
 }
