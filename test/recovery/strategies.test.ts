@@ -1082,3 +1082,92 @@ describe("warm-up probes", () => {
     await meters.shutdown();
   });
 });
+
+describe("retry_once", () => {
+  /** A tool that answers the first call with `fault`, then "ok" (or "from <provider>"). */
+  function onceFailing(
+    sh: ReturnType<typeof setup>["sh"],
+    fault: Error,
+    providers?: string[],
+  ): { tool: (args: undefined) => Promise<unknown>; sent: (string | undefined)[] } {
+    const sent: (string | undefined)[] = [];
+    const tool = sh.tool(
+      "t",
+      { readOnly: true, ...(providers && { providers }) },
+      (_: undefined, ctx: CallContext) => {
+        sent.push(ctx.provider);
+        if (sent.length === 1) throw fault;
+        return ctx.provider === undefined ? "ok" : `from ${ctx.provider}`;
+      },
+    );
+    return { tool, sent };
+  }
+
+  it("waits 250 ms plus up to 100% jitter", async () => {
+    const { sh, clock } = setup({ random: () => 0.5, plans: { SERVICE_DOWN: ["retry_once"] } });
+    const { tool } = onceFailing(sh, thrownFault("http_503"));
+    await expect(clock.run(tool(undefined), { stepMs: 10 })).resolves.toBe("ok");
+    expect(recoverySpans()).toEqual([
+      { strategy: "retry_once", outcome: "success", wait: 375, provider: undefined },
+    ]);
+  });
+
+  it.each([
+    [2, [{ strategy: "retry_once" }], "ok"],
+    [3, [{ strategy: "retry_once", skipped: "Retry-After beyond the cap" }], undefined],
+  ])(
+    "with a Retry-After of %i s (cap 2 s) retries after it, or gives up beyond the cap",
+    async (seconds, steps, value) => {
+      const { sh, clock, events } = setup({
+        backoff: { maxRetryAfterMs: 2_000 },
+        plans: { RATE_LIMIT: ["retry_once"] },
+      });
+      const { tool, sent } = onceFailing(
+        sh,
+        thrownFault("rate_limit", { retryAfterSeconds: seconds }),
+      );
+      const outcome = await clock.run(tool(undefined), { stepMs: 100 }).catch((e: unknown) => e);
+      if (value === undefined) expect(outcome).toMatchObject({ status: 429 });
+      else expect(outcome).toBe(value);
+      expect(sent).toHaveLength(value === undefined ? 1 : 2);
+      expect(events[0]?.steps).toEqual(steps);
+      if (value !== undefined) expect(recoverySpans()[0]?.wait).toBe(2_000);
+    },
+  );
+
+  it.each([
+    ["a Retry-After of 1 s", { retryAfterSeconds: 1 }, ["a", "a"], undefined],
+    [
+      "a Retry-After of 2 s",
+      { retryAfterSeconds: 2 },
+      ["a", "b"],
+      "another route beats a longer wait",
+    ],
+    ["the 429's 5 s cooldown", {}, ["a", "b"], "another route beats a longer wait"],
+  ])(
+    "with another route, waits at most 1 s, else gives way to failover: %s",
+    async (_name, fault, sent, skipped) => {
+      const { sh, clock, events } = setup({
+        providers: [{ name: "a" }, { name: "b" }],
+        plans: { RATE_LIMIT: ["retry_once", "failover_to_secondary"] },
+      });
+      const t = onceFailing(sh, thrownFault("rate_limit", fault), ["a", "b"]);
+      await clock.run(t.tool(undefined), { stepMs: 100 });
+      expect(t.sent).toEqual(sent);
+      expect(events[0]?.steps[0]).toEqual(
+        skipped === undefined ? { strategy: "retry_once" } : { strategy: "retry_once", skipped },
+      );
+    },
+  );
+
+  it("a tool with one named provider and no other route waits out a long cooldown for its retry", async () => {
+    const { sh, clock } = setup({
+      providers: [{ name: "a" }],
+      plans: { RATE_LIMIT: ["retry_once"] },
+    });
+    const t = onceFailing(sh, thrownFault("rate_limit"), ["a"]);
+    await expect(clock.run(t.tool(undefined), { stepMs: 100 })).resolves.toBe("from a");
+    expect(t.sent).toEqual(["a", "a"]);
+    expect(recoverySpans()[0]).toMatchObject({ strategy: "retry_once", wait: 5_000 });
+  });
+});
