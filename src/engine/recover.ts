@@ -192,9 +192,7 @@ class Recovery<A, R> implements RecoveryRun {
 
   async attempt(request: AttemptRequest): Promise<AttemptOutcome> {
     const { engine, input, clock } = this;
-    // The one guard for every strategy: never the same route again after a pattern retrying cannot fix.
-    if (request.provider === this.last.provider && !this.last.diagnosis.retryable)
-      return { ok: false, rejected: true };
+    if (this.sameRouteRefused(request.provider)) return { ok: false, rejected: true };
     const left = this.timeLeft();
     if (left < MIN_ATTEMPT_MS) return { ok: false, rejected: true };
     // Reserve the expected cost first, so concurrent calls of a task cannot overspend it together;
@@ -254,6 +252,8 @@ class Recovery<A, R> implements RecoveryRun {
   }
 
   canAttempt(provider: string | undefined, waitMs: number): boolean {
+    // The attempt guard would refuse it: never wait for it (a retry loop would wait out the call).
+    if (this.sameRouteRefused(provider)) return false;
     this.mustAfford(this.expectedCost(provider));
     return (
       waitMs + MIN_ATTEMPT_MS <= this.timeLeft() &&
@@ -314,6 +314,11 @@ class Recovery<A, R> implements RecoveryRun {
     } finally {
       controller.abort();
     }
+  }
+
+  /** The one guard for every strategy: never the same route again after a pattern retrying cannot fix. */
+  private sameRouteRefused(provider: string | undefined): boolean {
+    return provider === this.last.provider && !this.last.diagnosis.retryable;
   }
 
   private timeLeft(): number {

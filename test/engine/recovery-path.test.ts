@@ -259,9 +259,17 @@ describe("recovery attempts", () => {
         return "from b";
       },
     );
-    await expect(clock.run(t(undefined), { stepMs: 100 })).resolves.toBe("from b");
-    // When the failover goes out is not pinned here: only that "a" never sees the call again.
+    const started = clock.now();
+    let answeredAt = 0;
+    await expect(
+      clock.run(
+        t(undefined).finally(() => (answeredAt = clock.now())),
+        { stepMs: 100 },
+      ),
+    ).resolves.toBe("from b");
     expect(sent).toEqual(["a", "a", "b"]);
+    // The backoff stops at the 401: the failover goes out at once, not at the deadline.
+    expect(answeredAt - started).toBeLessThan(5_000);
   });
 });
 
