@@ -53,7 +53,7 @@ export interface Engine {
   readonly escalator: Escalator;
   /** Every attempt's deadline, on one timer. */
   readonly deadlines: DeadlineQueue;
-  readonly closed: () => boolean;
+  closed(): boolean;
   /** Whether recovery's degrade_to_readonly is in force for this report (lifted once healthy). */
   degraded(report: HealthReport): boolean;
   /** Recovery's degrade_to_readonly: writes refused until health is healthy again. */

@@ -1,22 +1,15 @@
-import { AsyncLocalStorage } from "node:async_hooks";
-import { trace } from "@opentelemetry/api";
 import { SelfHealClosedError, SelfHealConfigError } from "../errors.js";
-import { Diagnoser, type DiagnoseContext, type Diagnosis } from "../diagnosis/diagnoser.js";
-import { DriftDetector, type UnknownSample } from "../diagnosis/drift.js";
-import { StatusPageClient } from "../diagnosis/status-page.js";
-import { HealthEvaluator, type HealthReport } from "../health/evaluator.js";
+import type { DiagnoseContext, Diagnosis } from "../diagnosis/diagnoser.js";
+import type { UnknownSample } from "../diagnosis/drift.js";
+import type { HealthReport } from "../health/evaluator.js";
 import { HealthSpanProcessor } from "../health/span-processor.js";
-import { Escalator } from "../notify/escalator.js";
-import { BreakerRegistry } from "../recovery/breaker.js";
 import { RecoveryBudget } from "../recovery/budget.js";
-import { JsonlLog } from "../recovery/event-log.js";
-import { IdempotencyLedger } from "../recovery/idempotency.js";
-import { mergeThresholds, type HealthThresholds } from "../health/thresholds.js";
-import { INSTRUMENTATION_SCOPE, type TaskOutcome } from "../telemetry/conventions.js";
-import { SelfHealMetrics } from "../telemetry/metrics.js";
+import type { TaskOutcome } from "../telemetry/conventions.js";
 import { describeThrown, redact } from "../telemetry/redact.js";
 import type { CallMode } from "./call-context.js";
-import { Emitter, type Listener, type SelfHealEvents } from "./events.js";
+import { EngineState } from "./engine-state.js";
+import type { TaskState } from "./engine.js";
+import type { Listener, SelfHealEvents } from "./events.js";
 import { modeOf } from "./guard.js";
 import { startWarmups } from "./warmup.js";
 import {
@@ -26,8 +19,6 @@ import {
   type ToolFunction,
   type ToolOptions,
 } from "./options.js";
-import { DeadlineQueue } from "../deadline.js";
-import type { Engine, TaskState } from "./engine.js";
 import { instrumentTool, type WrappedTool } from "./tool.js";
 import { agentStatus, type AgentStatus } from "./agent-status.js";
 
@@ -74,122 +65,115 @@ export interface SelfHealing {
  * `SelfHealConfigError` naming the field.
  */
 export function createSelfHealing(options: SelfHealingOptions): SelfHealing {
-  const resolved = resolveOptions(options);
-  const { agent, clock, store, logger } = resolved;
-  const events = new Emitter<SelfHealEvents>(logger);
-  const thresholdCache = new Map<string | undefined, HealthThresholds>();
-  const thresholdsOf = (tool: string | undefined): HealthThresholds => {
-    let t = thresholdCache.get(tool);
-    if (!t) {
-      t = mergeThresholds(
-        resolved.thresholds,
-        tool === undefined ? undefined : resolved.toolThresholds[tool],
-      );
-      thresholdCache.set(tool, t);
-    }
-    return t;
-  };
-  const health = new HealthEvaluator({
-    agent,
-    store,
-    clock,
-    cacheMs: resolved.cacheMs,
-    baselineTauMs: resolved.baselineTauMs,
-    thresholds: thresholdsOf,
-    onChange: (event) => {
-      events.emit("status-change", event);
-    },
-    onStoreError: (error) => {
-      logger.warn(
-        `selfheal: signal store read failed, keeping last status: ${redact(describeThrown(error))}`,
-      );
-    },
-  });
-  let closed: Promise<void> | undefined;
-  const diagnoser = new Diagnoser({
-    rules: resolved.rules,
-    clock,
-    statusPages: resolved.statusPages,
-    statusPageClient: new StatusPageClient({
-      clock,
-      timeoutMs: resolved.statusPageTimeoutMs,
-      cacheMs: resolved.statusPageCacheMs,
-      ...(resolved.statusPageFetch && { fetch: resolved.statusPageFetch }),
-    }),
-  });
-  const drift = new DriftDetector(resolved.drift, (event) => {
-    events.emit("diagnoser-drift", { ...event, agent });
-  });
-  const recovery = resolved.recovery;
-  const breakers = new BreakerRegistry(recovery.breaker, (dependency, state) => {
-    events.emit("circuit-change", { agent, dependency, state, at: clock.now() });
-  });
-  const metrics = new SelfHealMetrics(
-    agent,
-    resolved.meterProvider,
-    () => health.last?.status,
-    () => breakers.states(clock.now()),
-    // Read without lifting read-only mode: lifting is for the next call's guard to decide.
-    () => health.last && (degradedAt !== undefined || health.last.status === "critical"),
-  );
-  const eventLog =
-    recovery.eventLog === undefined ? undefined : new JsonlLog(recovery.eventLog, logger);
-  const warned = new Set<string>();
-  /** When recovery degraded the agent to read-only (undefined: not degraded). */
-  let degradedAt: number | undefined;
-  const engine: Engine = {
-    options: resolved,
-    diagnoser,
-    drift,
-    tracer: (resolved.tracerProvider ?? trace.getTracerProvider()).getTracer(INSTRUMENTATION_SCOPE),
-    metrics,
-    health,
-    events,
-    tasks: new AsyncLocalStorage<TaskState>(),
-    breakers,
-    routesByTool: new Map(),
-    ledger: new IdempotencyLedger(recovery.ledger),
-    escalator: new Escalator({
-      notifiers: recovery.notifiers,
-      throttleMs: recovery.throttleMs,
-      timeoutMs: recovery.notifyTimeoutMs,
+  return new Instance(new EngineState(resolveOptions(options)));
+}
+
+/** One agent's selfheal: the public face of its engine. */
+class Instance implements SelfHealing {
+  private readonly toolNames = new Set<string>();
+  private readonly stopWarmups: () => void;
+
+  constructor(private readonly engine: EngineState) {
+    const { recovery, clock, logger } = engine.options;
+    this.stopWarmups = startWarmups(
+      recovery,
+      engine.breakers,
       clock,
       logger,
-      onAlert: (channel, suppressed) => {
-        metrics.escalation(channel, suppressed);
+      (provider, ok, error) => {
+        engine.events.emit("warmup", {
+          provider,
+          ok,
+          at: clock.now(),
+          ...(error !== undefined && { error }),
+        });
       },
-    }),
-    deadlines: new DeadlineQueue(clock),
-    closed: () => closed !== undefined,
-    warnOnce(tool, message) {
-      if (warned.has(tool)) return;
-      warned.add(tool);
-      logger.warn(message);
-    },
-    degraded(report) {
-      if (degradedAt === undefined) return false;
-      // Lifted by evidence: a report made after degrading, healthy on enough calls.
-      const rate = report.signals.find((r) => r.signal === "success_rate");
-      if (report.at > degradedAt && report.status === "healthy" && rate?.value != null) {
-        degradedAt = undefined;
-        return false;
-      }
-      return true;
-    },
-    degrade() {
-      degradedAt ??= clock.now();
-      health.invalidate(); // the next read must be a report made after this moment
-    },
-    recordRecovery(event) {
-      events.emit("recovery", event);
-      eventLog?.append(event);
-    },
-  };
-  const stopWarmups = startWarmups(recovery, breakers, clock, logger, (provider, ok, error) => {
-    events.emit("warmup", { provider, ok, at: clock.now(), ...(error !== undefined && { error }) });
-  });
+    );
+  }
 
-  const recordTask = (outcome: TaskOutcome) => {
+  tool<A, R>(
+    name: string,
+    toolOptions: ToolOptions<A, R>,
+    fn: ToolFunction<A, R>,
+  ): WrappedTool<A, R> {
+    const { engine } = this;
+    if (engine.closed()) throw new SelfHealClosedError(`tool("${name}") was registered`);
+    validateToolOptions(name, toolOptions, fn, engine.options.recovery.providers);
+    if (this.toolNames.has(name)) {
+      throw new SelfHealConfigError(
+        `tool("${name}")`,
+        "a tool of this name is already registered: two tools would share one health scope and breaker; give each its own name",
+      );
+    }
+    this.toolNames.add(name);
+    return instrumentTool(engine, name, toolOptions, fn);
+  }
+
+  async task<T>(id: string, fn: (task: TaskContext) => T | Promise<T>): Promise<T> {
+    const { engine } = this;
+    if (engine.closed()) throw new SelfHealClosedError(`task("${id}") was started`);
+    if (typeof id !== "string" || id === "")
+      throw new SelfHealConfigError("task(id)", "expected a non-empty string");
+    if (typeof fn !== "function")
+      throw new SelfHealConfigError(`task("${id}")`, "the last argument must be the task function");
+    const report = await engine.health.current();
+    const state: TaskState = {
+      id,
+      mode: modeOf(report, engine.degraded(report)),
+      budget: new RecoveryBudget(engine.options.recovery.budgetUsd),
+    };
+    try {
+      const result = await engine.tasks.run(state, fn, { id, mode: state.mode, health: report });
+      this.recordTask("completed");
+      return result;
+    } catch (error) {
+      this.recordTask("failed");
+      throw error;
+    }
+  }
+
+  async status(): Promise<AgentStatus> {
+    const { engine } = this;
+    if (engine.closed()) throw new SelfHealClosedError("status() was called");
+    const report = await engine.health.current();
+    const readOnly = modeOf(report, engine.degraded(report)) === "read-only";
+    const now = engine.options.clock.now();
+    return agentStatus(report, readOnly, engine.breakers, engine.routesByTool, now);
+  }
+
+  on<K extends keyof SelfHealEvents>(event: K, listener: Listener<SelfHealEvents[K]>): () => void {
+    if (typeof listener !== "function")
+      throw new SelfHealConfigError(`on("${event}")`, "expected a listener function");
+    return this.engine.events.on(event, listener);
+  }
+
+  diagnose(error: unknown, context?: Partial<DiagnoseContext>): Promise<Diagnosis> {
+    const tool = context?.tool ?? "";
+    return this.engine.diagnoser.diagnose(error, { tool, provider: context?.provider });
+  }
+
+  unknownSamples(tool?: string): UnknownSample[] {
+    return this.engine.drift.samples(tool);
+  }
+
+  spanProcessor(): HealthSpanProcessor {
+    const { store, clock, agent, logger } = this.engine.options;
+    return new HealthSpanProcessor({ store, clock, defaultAgent: agent, logger });
+  }
+
+  close(): Promise<void> {
+    const { engine } = this;
+    engine.closing ??= (async () => {
+      this.stopWarmups();
+      engine.events.clear();
+      await engine.eventLog?.flush();
+      if (engine.options.ownsStore) await engine.options.store.close?.();
+    })();
+    return engine.closing;
+  }
+
+  private recordTask(outcome: TaskOutcome): void {
+    const { store, agent, clock, logger } = this.engine.options;
     try {
       store.recordTask({ agent, outcome }, clock.now());
     } catch (error) {
@@ -197,83 +181,6 @@ export function createSelfHealing(options: SelfHealingOptions): SelfHealing {
         `selfheal: signal store failed to record a task: ${redact(describeThrown(error))}`,
       );
     }
-    engine.metrics.task(outcome);
-  };
-
-  const toolNames = new Set<string>();
-
-  return {
-    tool(name, toolOptions, fn) {
-      if (closed) throw new SelfHealClosedError(`tool("${name}") was registered`);
-      validateToolOptions(name, toolOptions, fn, recovery.providers);
-      if (toolNames.has(name)) {
-        throw new SelfHealConfigError(
-          `tool("${name}")`,
-          "a tool of this name is already registered: two tools would share one health scope and breaker; give each its own name",
-        );
-      }
-      toolNames.add(name);
-      return instrumentTool(engine, name, toolOptions, fn);
-    },
-
-    async task(id, fn) {
-      if (closed) throw new SelfHealClosedError(`task("${id}") was started`);
-      if (typeof id !== "string" || id === "")
-        throw new SelfHealConfigError("task(id)", "expected a non-empty string");
-      if (typeof fn !== "function")
-        throw new SelfHealConfigError(
-          `task("${id}")`,
-          "the last argument must be the task function",
-        );
-      const report = await health.current();
-      const state: TaskState = {
-        id,
-        mode: modeOf(report, engine.degraded(report)),
-        budget: new RecoveryBudget(recovery.budgetUsd),
-      };
-      try {
-        const result = await engine.tasks.run(state, fn, { id, mode: state.mode, health: report });
-        recordTask("completed");
-        return result;
-      } catch (error) {
-        recordTask("failed");
-        throw error;
-      }
-    },
-
-    async status() {
-      if (closed) throw new SelfHealClosedError("status() was called");
-      const report = await health.current();
-      const readOnly = modeOf(report, engine.degraded(report)) === "read-only";
-      return agentStatus(report, readOnly, breakers, engine.routesByTool, clock.now());
-    },
-
-    on(event, listener) {
-      if (typeof listener !== "function")
-        throw new SelfHealConfigError(`on("${event}")`, "expected a listener function");
-      return events.on(event, listener);
-    },
-
-    diagnose(error, context) {
-      return diagnoser.diagnose(error, { tool: context?.tool ?? "", provider: context?.provider });
-    },
-
-    unknownSamples(tool) {
-      return drift.samples(tool);
-    },
-
-    spanProcessor() {
-      return new HealthSpanProcessor({ store, clock, defaultAgent: agent, logger });
-    },
-
-    close() {
-      closed ??= (async () => {
-        stopWarmups();
-        events.clear();
-        await eventLog?.flush();
-        if (resolved.ownsStore) await store.close?.();
-      })();
-      return closed;
-    },
-  };
+    this.engine.metrics.task(outcome);
+  }
 }
