@@ -78,6 +78,7 @@ function clockText(ms: number): string {
   return `${String(Math.floor(s / 60)).padStart(2, "0")}:${String(s % 60).padStart(2, "0")}`;
 }
 
+// Long on purpose: one command's flags, run and printout, read top to bottom.
 async function demo(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,

@@ -282,6 +282,7 @@ const DISABLED: ResolvedConfig = {
   shutdownTimeoutMillis: 5_000,
 };
 
+// Long on purpose: every option beside its OTEL_* variable, in one flat list.
 export function resolveConfig(options: ConfigOptions, env: Env = process.env): ResolvedConfig {
   if (text(env, "OTEL_SDK_DISABLED")?.toLowerCase() === "true") return DISABLED;
 

@@ -155,6 +155,7 @@ const GUARD_GRACE_MS = 1_000;
  * (naming the option or variable) on a bad value, and when the Prometheus port cannot be bound;
  * never later: exports fail quietly into `exportErrors()` and one log line per window.
  */
+// Long on purpose: the SDK's setup in the order it needs (exporters, providers, registration).
 export async function startTelemetry(options: TelemetryOptions = {}): Promise<Telemetry> {
   const samplerObject = typeof options.sampler === "object" ? options.sampler : undefined;
   const config = resolveConfig({

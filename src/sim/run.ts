@@ -68,6 +68,7 @@ const round = (x: number, digits = 2) => Math.round(x * 10 ** digits) / 10 ** di
  * `taskEveryMs` (an LLM answer, then a payment) through the policy. An hour of incident takes
  * a second or two.
  */
+// Long on purpose: the schedule, the scoring hooks and the results, in the order they happen.
 export async function runScenario(
   scenario: Scenario,
   options: RunOptions = {},

@@ -3,6 +3,7 @@ import type { Notifier } from "../notify/notifier.js";
 import type { Policy, PolicyContext } from "./policy.js";
 
 /** The fleet's calls through selfheal with its defaults: failover between the LLM providers, a keyed payment. */
+// Long on purpose: selfheal configured as a user would write it, then the policy's two calls.
 export function selfhealPolicy({ world, telemetry, eventLog }: PolicyContext): Policy {
   const { scenario, clock } = world;
   // Every escalation also fails its call, which the run pages for by the rule it applies to

@@ -99,6 +99,7 @@ function shareOf(text: string): number {
   return ((h ^ (h >>> 16)) >>> 0) / 4294967296;
 }
 
+// Long on purpose: the world's state and the request handler whose closures share it.
 export function createWorld(
   scenario: Scenario,
   onTimeline: (entry: TimelineEntry) => void,

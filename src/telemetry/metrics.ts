@@ -81,6 +81,7 @@ export class SelfHealMetrics {
   private readonly failoverDifferential: Counter;
   private readonly escalations: Counter;
 
+  // Long on purpose: every instrument of the telemetry contract, created once.
   constructor(
     private readonly agent: string,
     meterProvider: MeterProvider | undefined,

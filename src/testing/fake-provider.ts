@@ -57,6 +57,7 @@ function json(
  * content policy, 401, an empty answer, a body cut mid-JSON, a reset connection, a response
  * that comes too late (`timeout`) or never (`hang`). For integration tests and users' own.
  */
+// Long on purpose: the server's fault table, one case per fault.
 export async function startFakeProvider(options: FakeProviderOptions = {}): Promise<FakeProvider> {
   const injector = new FailureInjector(options);
   const reply = options.reply ?? "Hello from the fake provider.";
