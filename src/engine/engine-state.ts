@@ -40,6 +40,10 @@ export class EngineState implements Engine {
   /** When recovery degraded the agent to read-only (undefined: not degraded). */
   private degradedAt: number | undefined;
   private readonly warned = new Set<string>();
+  /** Whether the shared store runs on local memory now (what its state listener last heard). */
+  private storeDegraded = false;
+  /** Stops listening to the store's state (close()). */
+  readonly stopStoreWatch: (() => void) | undefined;
 
   constructor(readonly options: ResolvedOptions) {
     const { agent, clock, logger, recovery } = options;
@@ -71,7 +75,16 @@ export class EngineState implements Engine {
       () =>
         this.health.last &&
         (this.degradedAt !== undefined || this.health.last.status === "critical"),
+      () => (options.store.onStateChange ? this.storeDegraded : undefined),
     );
+    this.stopStoreWatch = options.store.onStateChange?.((state) => {
+      this.storeDegraded = state.degraded;
+      this.events.emit("store-degraded", {
+        agent,
+        ...state,
+        at: clock.now(),
+      });
+    });
     this.tracer = (options.tracerProvider ?? trace.getTracerProvider()).getTracer(
       INSTRUMENTATION_SCOPE,
     );

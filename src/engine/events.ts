@@ -74,6 +74,11 @@ export interface SelfHealEvents {
   recovery: RecoveryEvent;
   /** A dependency's circuit breaker changed state. */
   "circuit-change": { agent: string; dependency: string; state: BreakerState; at: number };
+  /**
+   * A shared signal store lost its server (`degraded: true`: this worker now reads its own
+   * memory) or got it back.
+   */
+  "store-degraded": { agent: string; degraded: boolean; reason?: string; at: number };
   /** A warm-up probe of a secondary provider finished. */
   warmup: { provider: string; ok: boolean; at: number; error?: string };
 }

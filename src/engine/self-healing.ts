@@ -165,6 +165,7 @@ class Instance implements SelfHealing {
     const { engine } = this;
     engine.closing ??= (async () => {
       this.stopWarmups();
+      engine.stopStoreWatch?.();
       engine.events.clear();
       await engine.eventLog?.flush();
       if (engine.options.ownsStore) await engine.options.store.close?.();

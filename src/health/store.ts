@@ -85,4 +85,15 @@ export interface SignalStore {
   /** Signals of `agent` at `now`; synchronous for in-process stores. */
   read(agent: string, now: number): AgentSignals | Promise<AgentSignals>;
   close?(): Promise<void>;
+  /**
+   * For a shared store: tells when it loses its server and falls back to this process's memory,
+   * and when it is back. Returns a function that stops listening.
+   */
+  onStateChange?(listener: (state: StoreState) => void): () => void;
+}
+
+/** A shared store's connection: `degraded` while it runs on local memory (with the reason). */
+export interface StoreState {
+  degraded: boolean;
+  reason?: string;
 }

@@ -28,6 +28,7 @@ import {
   METRIC_WASTED_RETRIES,
   METRIC_HEALTH_STATUS,
   METRIC_READ_ONLY,
+  METRIC_STORE_DEGRADED,
   METRIC_INCIDENTS,
   METRIC_LLM_RESPONSES,
   METRIC_TASKS,
@@ -88,6 +89,8 @@ export class SelfHealMetrics {
     healthStatus: () => HealthStatus | undefined,
     circuits: () => [string, (typeof CIRCUIT_STATES)[number]][],
     readOnly: () => boolean | undefined,
+    /** Undefined for a store that is not shared (nothing to report). */
+    storeDegraded: () => boolean | undefined,
   ) {
     const meter = (meterProvider ?? metrics.getMeterProvider()).getMeter(INSTRUMENTATION_SCOPE);
     this.toolCalls = meter.createCounter(METRIC_TOOL_CALLS, {
@@ -121,6 +124,14 @@ export class SelfHealMetrics {
       .addCallback((result) => {
         const refused = readOnly();
         if (refused !== undefined) result.observe(refused ? 1 : 0, { [LABEL_AGENT]: agent });
+      });
+    meter
+      .createObservableGauge(METRIC_STORE_DEGRADED, {
+        description: "1 while the shared signal store is away and this worker uses local memory.",
+      })
+      .addCallback((result) => {
+        const degraded = storeDegraded();
+        if (degraded !== undefined) result.observe(degraded ? 1 : 0, { [LABEL_AGENT]: agent });
       });
     this.taskLabels = {
       completed: { [LABEL_AGENT]: agent, [LABEL_OUTCOME]: "completed" },

@@ -43,6 +43,7 @@ function instrumentKinds(): Map<string, Kind> {
     () => undefined,
     () => [],
     () => undefined,
+    () => undefined,
   );
   return kinds;
 }

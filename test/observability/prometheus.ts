@@ -4,27 +4,7 @@
  * fails under CI=true: CI installs them (.ci/run).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { accessSync, constants } from "node:fs";
-import { createServer } from "node:net";
-import { delimiter, join } from "node:path";
-
-function which(name: string, override: string | undefined): string | undefined {
-  const candidates = override
-    ? [override]
-    : (process.env.PATH ?? "")
-        .split(delimiter)
-        .filter(Boolean)
-        .map((dir) => join(dir, name));
-  for (const path of candidates) {
-    try {
-      accessSync(path, constants.X_OK);
-      return path;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
+import { freePort, haveAll, which } from "../helpers/binaries.js";
 
 export const PROMTOOL = which("promtool", process.env.PROMTOOL_PATH);
 export const PROMETHEUS = which("prometheus", process.env.PROMETHEUS_PATH);
@@ -38,26 +18,7 @@ export function haveBinaries(suite: string, needs: { prometheus?: boolean }): bo
     ...(PROMTOOL ? [] : ["promtool"]),
     ...(needs.prometheus && !PROMETHEUS ? ["prometheus"] : []),
   ];
-  if (missing.length === 0) return true;
-  const why = `no ${missing.join(" or ")} on PATH (apt-get install prometheus)`;
-  if (process.env.CI === "true")
-    throw new Error(`${suite} must run under CI=true, but there is ${why}`);
-  console.warn(`[skipped] ${suite}: ${why}`);
-  return false;
-}
-
-/** A port nothing listens on right now. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer()
-      .once("error", reject)
-      .listen(0, "127.0.0.1", () => {
-        const { port } = probe.address() as { port: number };
-        probe.close(() => {
-          resolve(port);
-        });
-      });
-  });
+  return haveAll(suite, missing, "apt-get install prometheus");
 }
 
 export interface Sample {

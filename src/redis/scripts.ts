@@ -1,0 +1,64 @@
+/**
+ * Lua scripts, registered with ioredis `defineCommand` (sent once, then run by their SHA). Keys
+ * and values are parameters (KEYS, ARGV), never spliced into the script text.
+ */
+
+/** Adds field deltas to one bucket hash and renews its expiry. ARGV: ttl ms, field, delta, ... */
+export const ADD = `
+for i = 2, #ARGV, 2 do
+  redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1])
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 0
+`;
+
+/**
+ * Pushes outcomes onto last-N rings kept in one hash: `scope|n` counts pushes, `scope|<slot>`
+ * holds a value. ARGV: size, ttl ms, scope, value, ...
+ */
+export const RING = `
+local size = tonumber(ARGV[1])
+for i = 3, #ARGV, 2 do
+  local n = redis.call('HINCRBY', KEYS[1], ARGV[i] .. '|n', 1)
+  redis.call('HSET', KEYS[1], ARGV[i] .. '|' .. ((n - 1) % size), ARGV[i + 1])
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 0
+`;
+
+/**
+ * Reads an agent's signals in one round trip, summed on the server: KEYS are the call buckets
+ * (newest first), the task buckets, then the ring hash; ARGV: number of call buckets, number of
+ * them that make the recent window. Returns flat field/value lists: calls, recent calls (ok and
+ * failed counts only), tasks, rings.
+ */
+export const READ = `
+local nc = tonumber(ARGV[1])
+local recent = tonumber(ARGV[2])
+local calls, rec, tasks = {}, {}, {}
+for i = 1, nc do
+  local flat = redis.call('HGETALL', KEYS[i])
+  for j = 1, #flat, 2 do
+    local f, v = flat[j], tonumber(flat[j + 1])
+    calls[f] = (calls[f] or 0) + v
+    if i <= recent and (string.sub(f, -3) == '|ok' or string.sub(f, -2) == '|f') then
+      rec[f] = (rec[f] or 0) + v
+    end
+  end
+end
+for i = nc + 1, #KEYS - 1 do
+  local flat = redis.call('HGETALL', KEYS[i])
+  for j = 1, #flat, 2 do
+    tasks[flat[j]] = (tasks[flat[j]] or 0) + tonumber(flat[j + 1])
+  end
+end
+local function flatten(t)
+  local out = {}
+  for k, v in pairs(t) do
+    out[#out + 1] = k
+    out[#out + 1] = string.format('%d', v)
+  end
+  return out
+end
+return { flatten(calls), flatten(rec), flatten(tasks), redis.call('HGETALL', KEYS[#KEYS]) }
+`;
