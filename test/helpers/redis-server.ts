@@ -42,7 +42,7 @@ export async function startRedis(): Promise<RunningRedis> {
     );
     child = proc;
     let log = "";
-    proc.stderr?.on("data", (chunk: Buffer) => {
+    proc.stderr.on("data", (chunk: Buffer) => {
       log = (log + chunk.toString()).slice(-2_000);
     });
     exited = new Promise<void>((resolve) => {
