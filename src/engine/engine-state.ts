@@ -63,9 +63,13 @@ export class EngineState implements Engine {
     this.drift = new DriftDetector(options.drift, (event) => {
       this.events.emit("diagnoser-drift", { ...event, agent });
     });
-    this.breakers = new BreakerRegistry(recovery.breaker, (dependency, state) => {
-      this.events.emit("circuit-change", { agent, dependency, state, at: clock.now() });
-    });
+    this.breakers = new BreakerRegistry(
+      recovery.breaker,
+      (dependency, state) => {
+        this.events.emit("circuit-change", { agent, dependency, state, at: clock.now() });
+      },
+      options.store.fleet?.breakers,
+    );
     this.metrics = new SelfHealMetrics(
       agent,
       options.meterProvider,
@@ -98,6 +102,7 @@ export class EngineState implements Engine {
       onAlert: (channel, suppressed) => {
         this.metrics.escalation(channel, suppressed);
       },
+      gate: options.store.fleet?.alerts,
     });
     this.deadlines = new DeadlineQueue(clock);
     this.eventLog =

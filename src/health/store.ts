@@ -1,3 +1,4 @@
+import type { FleetSync } from "../fleet.js";
 import type { CallOutcome, TaskOutcome } from "../telemetry/conventions.js";
 import type { WindowTotals } from "./window.js";
 
@@ -90,6 +91,8 @@ export interface SignalStore {
    * and when it is back. Returns a function that stops listening.
    */
   onStateChange?(listener: (state: StoreState) => void): () => void;
+  /** For a shared store: the other state the fleet shares (breakers, alert throttle). */
+  readonly fleet?: FleetSync;
 }
 
 /** A shared store's connection: `degraded` while it runs on local memory (with the reason). */

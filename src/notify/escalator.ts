@@ -2,7 +2,7 @@ import type { Clock } from "../clock.js";
 import { withDeadline } from "../deadline.js";
 import { describeThrown, oneLine, redact } from "../telemetry/redact.js";
 import type { Alert, Notifier } from "./notifier.js";
-import { AlertThrottle } from "./throttle.js";
+import { AlertThrottle, type AlertGate } from "./throttle.js";
 
 export interface EscalatorOptions {
   notifiers: readonly Notifier[];
@@ -14,6 +14,8 @@ export interface EscalatorOptions {
   logger: { warn(message: string): void };
   /** Counts each alert per channel, sent or suppressed. */
   onAlert(channel: string, suppressed: boolean): void;
+  /** The fleet's shared throttle; default one per process. */
+  gate?: AlertGate | undefined;
 }
 
 export const DEFAULT_THROTTLE_MS = 10 * 60_000;
@@ -26,16 +28,18 @@ const MAX_ALERT_TEXT_LENGTH = 4_000;
  * that fails or hangs is logged and never breaks the agent.
  */
 export class Escalator {
-  private readonly throttle: AlertThrottle;
+  private readonly throttle: AlertGate;
+  private readonly local: AlertThrottle;
 
   constructor(private readonly options: EscalatorOptions) {
-    this.throttle = new AlertThrottle(options.throttleMs);
+    this.local = new AlertThrottle(options.throttleMs);
+    this.throttle = options.gate ?? this.local;
   }
 
   /** True when at least one notifier took the alert. */
   async escalate(alert: Omit<Alert, "suppressed">): Promise<boolean> {
     const { notifiers, clock, logger } = this.options;
-    const { send, suppressed } = this.throttle.admit(alert.kind, alert.at);
+    const { send, suppressed } = await this.admit(alert.kind, alert.at);
     if (!send) {
       for (const n of notifiers) this.options.onAlert(n.channel, true);
       return false;
@@ -68,5 +72,14 @@ export class Escalator {
       }),
     );
     return results.includes(true);
+  }
+
+  /** The shared gate, or this process's throttle when the gate fails (never no decision). */
+  private async admit(kind: string, at: number): Promise<{ send: boolean; suppressed: number }> {
+    try {
+      return await this.throttle.admit(kind, at, this.options.throttleMs);
+    } catch {
+      return this.local.admit(kind, at);
+    }
   }
 }

@@ -1,8 +1,17 @@
+/** Decides whether an alert of a kind goes out now, and how many were held back before it. */
+export interface AlertGate {
+  admit(
+    kind: string,
+    now: number,
+    periodMs: number,
+  ): { send: boolean; suppressed: number } | Promise<{ send: boolean; suppressed: number }>;
+}
+
 /**
  * At most one alert of a kind per period; the rest are counted, and the count goes out with the
- * next alert of that kind.
+ * next alert of that kind. Per process; a fleet shares one through `selfheal/redis`.
  */
-export class AlertThrottle {
+export class AlertThrottle implements AlertGate {
   private readonly last = new Map<string, { at: number; suppressed: number }>();
 
   constructor(private readonly periodMs: number) {}

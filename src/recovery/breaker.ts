@@ -41,6 +41,34 @@ const PROBE_LEASE_MARGIN_MS = 1_000;
 /** What a call may do now. */
 export type Admission = "closed" | "probe" | "rejected";
 
+/** A breaker's state as the fleet shares it. */
+export interface BreakerVerdict {
+  open: boolean;
+  /** Open until (clock ms; the fleet shares one clock: the system's). */
+  until: number;
+  /** Opens in a row (the adaptive period's exponent). */
+  opens: number;
+  at: number;
+}
+
+/**
+ * Shares breakers across a fleet (`selfheal/redis`): a verdict reached by one worker (open, or a
+ * probe's close or reopen) is published to all, and the half-open probe is a fleet-wide lease,
+ * so exactly one worker probes. Calls stay synchronous: `mayProbe` answers from what the sync
+ * already knows and fetches the lease in the background.
+ */
+export interface BreakerSync {
+  /** This worker reached a verdict: tell the others. */
+  publish(dependency: string, verdict: BreakerVerdict): void;
+  /** Whether this worker holds the probe lease of `dependency` now (asks for it if not). */
+  mayProbe(dependency: string, now: number, leaseMs: number): boolean;
+  /** Where verdicts of other workers are applied. */
+  attach(apply: (dependency: string, verdict: BreakerVerdict) => void): void;
+}
+
+/** How soon a worker without the fleet's probe lease looks again, ms. */
+const FLEET_LEASE_POLL_MS = 200;
+
 /**
  * A circuit breaker for one dependency. It opens when the recovery plan says so or, where another
  * route can take the traffic, when the failure rate of recent attempts is too high. The open
@@ -67,6 +95,7 @@ export class CircuitBreaker {
     readonly dependency: string,
     private readonly options: BreakerOptions,
     private readonly onChange: (dependency: string, state: BreakerState) => void,
+    private readonly sync?: BreakerSync,
   ) {
     this.window = this.freshWindow();
   }
@@ -89,7 +118,13 @@ export class CircuitBreaker {
     if (state === "closed") return "closed";
     if (state === "open" || now < this.probeLeaseUntil) return "rejected";
     // The lease outlives the probe's own timeout a little, so the probe's verdict lands first.
-    this.probeLeaseUntil = now + this.options.probeTimeoutMs + PROBE_LEASE_MARGIN_MS;
+    const leaseMs = this.options.probeTimeoutMs + PROBE_LEASE_MARGIN_MS;
+    if (this.sync && !this.sync.mayProbe(this.dependency, now, leaseMs)) {
+      // Another worker probes (or the lease is being asked for): its verdict will come.
+      this.probeLeaseUntil = now + FLEET_LEASE_POLL_MS;
+      return "rejected";
+    }
+    this.probeLeaseUntil = now + leaseMs;
     this.onChange(this.dependency, "half_open");
     return "probe";
   }
@@ -147,6 +182,31 @@ export class CircuitBreaker {
     this.openUntil = now + period;
     this.window = this.freshWindow();
     this.onChange(this.dependency, "open");
+    this.sync?.publish(this.dependency, {
+      open: true,
+      until: this.openUntil,
+      opens: this.opens,
+      at: now,
+    });
+  }
+
+  /** Another worker's verdict: taken as is (it is not published again). */
+  apply(verdict: BreakerVerdict): void {
+    this.probeLeaseUntil = 0;
+    this.opens = verdict.opens;
+    if (verdict.open) {
+      if (this.isOpen && this.openUntil >= verdict.until) return;
+      this.isOpen = true;
+      this.openUntil = verdict.until;
+      this.window = this.freshWindow();
+      this.onChange(this.dependency, "open");
+    } else if (this.isOpen) {
+      this.isOpen = false;
+      this.openUntil = 0;
+      this.closedAt = verdict.at;
+      this.window = this.freshWindow();
+      this.onChange(this.dependency, "closed");
+    }
   }
 
   /** Leaves the route alone for `ms` (a throttle's Retry-After), capped at `maxOpenMs`. */
@@ -160,6 +220,7 @@ export class CircuitBreaker {
     this.closedAt = now;
     this.window = this.freshWindow();
     this.onChange(this.dependency, "closed");
+    this.sync?.publish(this.dependency, { open: false, until: 0, opens: this.opens, at: now });
   }
 
   private freshWindow(): RollingWindow {
@@ -174,12 +235,17 @@ export class BreakerRegistry {
   constructor(
     private readonly options: BreakerOptions,
     private readonly onChange: (dependency: string, state: BreakerState) => void,
-  ) {}
+    private readonly sync?: BreakerSync,
+  ) {
+    sync?.attach((dependency, verdict) => {
+      this.get(dependency).apply(verdict);
+    });
+  }
 
   get(dependency: string): CircuitBreaker {
     let breaker = this.breakers.get(dependency);
     if (!breaker) {
-      breaker = new CircuitBreaker(dependency, this.options, this.onChange);
+      breaker = new CircuitBreaker(dependency, this.options, this.onChange, this.sync);
       this.breakers.set(dependency, breaker);
     }
     return breaker;

@@ -62,3 +62,18 @@ local function flatten(t)
 end
 return { flatten(calls), flatten(rec), flatten(tasks), redis.call('HGETALL', KEYS[#KEYS]) }
 `;
+
+/**
+ * One alert of a kind per period for the whole fleet. KEYS: the gate, the count of alerts held
+ * back; ARGV: period ms. Returns {1, held before} to send, {0, held so far} to hold.
+ */
+export const GATE = `
+if redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[1]) then
+  local held = tonumber(redis.call('GET', KEYS[2]) or '0')
+  redis.call('DEL', KEYS[2])
+  return {1, held}
+end
+local held = redis.call('INCR', KEYS[2])
+redis.call('PEXPIRE', KEYS[2], 2 * tonumber(ARGV[1]))
+return {0, held}
+`;

@@ -17,6 +17,7 @@ import {
 import { emptyTotals, LATENCY_BUCKET_COUNT, latencyBucket } from "../health/window.js";
 import { describeThrown, redact, safeLogger } from "../telemetry/redact.js";
 import { agentsKey, AgentKeys, checkPrefix, decodeName, encodeName } from "./keys.js";
+import { RedisFleetSync } from "./fleet-sync.js";
 import { ADD, READ, RING } from "./scripts.js";
 
 export interface RedisStoreOptions {
@@ -82,6 +83,8 @@ const DEFAULTS = { prefix: "selfheal", flushMs: 1_000, flushRecords: 500, comman
  */
 export class RedisSignalStore implements SignalStore {
   readonly windows: SignalWindows;
+  /** Breaker verdicts, the probe lease and the alert throttle, shared by the fleet. */
+  readonly fleet: RedisFleetSync;
   private readonly client: Redis;
   private readonly ownsClient: boolean;
   private readonly prefix: string;
@@ -142,6 +145,7 @@ export class RedisSignalStore implements SignalStore {
     client.defineCommand("selfhealAdd", { numberOfKeys: 1, lua: ADD });
     client.defineCommand("selfhealRing", { numberOfKeys: 1, lua: RING });
     client.defineCommand("selfhealRead", { lua: READ });
+    RedisFleetSync.define(client);
     client.on("error", (error: unknown) => {
       this.trouble(error);
     });
@@ -149,6 +153,17 @@ export class RedisSignalStore implements SignalStore {
       void this.flush(); // back: send what waited, and say so when it lands
     });
     this.client = client;
+    this.fleet = new RedisFleetSync(
+      {
+        client,
+        degraded: () => this.degraded,
+        timed: (work) => this.timed(work),
+        onTrouble: (error) => {
+          this.trouble(error);
+        },
+      },
+      this.prefix,
+    );
     this.schedule();
   }
 
@@ -230,6 +245,7 @@ export class RedisSignalStore implements SignalStore {
     this.closed = true;
     this.cancelTimer?.();
     if (!this.degraded) await this.flush();
+    this.fleet.close();
     if (this.ownsClient) this.client.disconnect();
   }
 

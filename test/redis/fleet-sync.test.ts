@@ -1,0 +1,140 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createSelfHealing, type SelfHealing } from "../../src/index.js";
+import type { Notifier } from "../../src/notify/index.js";
+import { redisStore, type RedisSignalStore } from "../../src/redis/index.js";
+import { thrownFault } from "../../src/testing/index.js";
+import { haveRedis, startRedis, type RunningRedis } from "../helpers/redis-server.js";
+
+const available = haveRedis("Redis fleet sync");
+
+interface Worker {
+  name: string;
+  sh: SelfHealing;
+  store: RedisSignalStore;
+  complete: (q: string) => Promise<string>;
+  circuits: { dependency: string; state: string; at: number }[];
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function waitFor(condition: () => boolean, ms = 5_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await sleep(10);
+  }
+}
+
+describe.skipIf(!available)("breakers and alerts shared by a fleet through Redis", () => {
+  let redis: RunningRedis;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    await redis.stop();
+  });
+
+  it("one worker's verdict opens the breaker for all; one probe per half-open period in the fleet", async () => {
+    let primaryDown = true;
+    const sent: { worker: string; provider: string | undefined; at: number }[] = [];
+    const workers: Worker[] = [];
+    for (const name of ["a", "b", "c"]) {
+      const store = redisStore({ url: redis.url, prefix: "fleet1", flushMs: 50 });
+      const sh = createSelfHealing({
+        agent: "fleet",
+        store,
+        logger: { warn: () => undefined },
+        recovery: {
+          providers: [{ name: "p1" }, { name: "p2" }],
+          breaker: { baseOpenMs: 400, probeTimeoutMs: 300, minimumAttempts: 2, failureRate: 0.5 },
+          plans: { SERVICE_DOWN: ["failover_to_secondary"] },
+        },
+      });
+      const circuits: Worker["circuits"] = [];
+      sh.on("circuit-change", (e) => {
+        circuits.push({ dependency: e.dependency, state: e.state, at: Date.now() });
+      });
+      const complete = sh.tool(
+        "complete",
+        { readOnly: true, providers: ["p1", "p2"] },
+        async (q: string, ctx) => {
+          sent.push({ worker: name, provider: ctx.provider, at: Date.now() });
+          await sleep(5);
+          if (ctx.provider === "p1" && primaryDown) throw thrownFault("http_503");
+          return `${q} from ${ctx.provider ?? "?"}`;
+        },
+      );
+      workers.push({ name, sh, store, complete, circuits });
+    }
+    const [a, b, c] = workers as [Worker, Worker, Worker];
+    await sleep(200); // subscribers connected
+
+    // Worker a alone sees p1 fail until its breaker opens...
+    while (!a.circuits.some((e) => e.dependency === "p1" && e.state === "open"))
+      await a.complete("q");
+    // ...and b and c hear it: their next calls go straight to p2.
+    await waitFor(() => [b, c].every((w) => w.circuits.some((e) => e.state === "open")));
+    const before = sent.length;
+    await Promise.all([b.complete("q"), c.complete("q")]);
+    expect(sent.slice(before).map((s) => s.provider)).toEqual(["p2", "p2"]);
+
+    // p1 is back. Past the open period the whole fleet calls at once: one worker probes p1.
+    primaryDown = false;
+    const opened = Math.max(...a.circuits.filter((e) => e.state === "open").map((e) => e.at));
+    await sleep(Math.max(0, opened + 450 - Date.now()));
+    const halfOpenFrom = sent.length;
+    const closed = () => workers.every((w) => w.circuits.at(-1)?.state === "closed");
+    while (!closed()) {
+      await Promise.all(workers.map((w) => w.complete("q")));
+      await sleep(20);
+    }
+    const probes = sent
+      .slice(halfOpenFrom)
+      .filter((s) => s.provider === "p1" && s.at < Math.min(...closeTimes(workers)));
+    expect(probes).toHaveLength(1);
+    // Closed everywhere: p1 takes the traffic again.
+    const after = sent.length;
+    await Promise.all(workers.map((w) => w.complete("q")));
+    expect(sent.slice(after).map((s) => s.provider)).toEqual(["p1", "p1", "p1"]);
+
+    for (const w of workers) {
+      await w.sh.close();
+      await w.store.close();
+    }
+  }, 20_000);
+
+  it("ten workers escalating the same failure page once per throttle period", async () => {
+    const pages: string[] = [];
+    const pager: Notifier = {
+      channel: "pager",
+      send: (alert) => {
+        pages.push(alert.title);
+        return Promise.resolve();
+      },
+    };
+    const workers = Array.from({ length: 10 }, () => {
+      const store = redisStore({ url: redis.url, prefix: "fleet2" });
+      const sh = createSelfHealing({
+        agent: "fleet",
+        store,
+        logger: { warn: () => undefined },
+        recovery: { notifiers: [pager], plans: { AUTH: ["escalate_to_human"] } },
+      });
+      const pay = sh.tool("pay", { readOnly: true }, () => {
+        throw thrownFault("auth");
+      });
+      return { sh, store, pay };
+    });
+    await Promise.all(workers.map((w) => w.pay(undefined).catch(() => undefined)));
+    expect(pages).toHaveLength(1);
+    for (const w of workers) {
+      await w.sh.close();
+      await w.store.close();
+    }
+  }, 20_000);
+});
+
+/** When each worker saw its breaker close (the prober first, by its own verdict). */
+function closeTimes(workers: Worker[]): number[] {
+  return workers.flatMap((w) => w.circuits.filter((e) => e.state === "closed").map((e) => e.at));
+}
