@@ -381,6 +381,10 @@ export class RedisSignalStore implements SignalStore {
       if (field.endsWith("|ok")) s.recent.ok += n;
       else s.recent.failed += n;
     });
+    // A tool's last-N LLM ring outlives its calls' window (it is not time-bound), as in memory.
+    forPairs(rings, (field) => {
+      if (field.startsWith("t:") && field.endsWith("|n")) scope(field.slice(2, -2));
+    });
     const agent: ScopeSignals = {
       calls: emptyTotals(),
       recent: { ok: 0, failed: 0 },

@@ -53,6 +53,27 @@ describe.skipIf(!available)("redisStore on a real redis-server", () => {
     await store.close();
   });
 
+  it("a tool whose calls left the window keeps its LLM ring, as in memory", async () => {
+    const memory = new MemorySignalStore();
+    const store = redisStore({ url: redis.url, prefix: "t4" });
+    const t0 = Date.UTC(2026, 0, 1);
+    const old: CallRecord = {
+      agent: "x",
+      tool: "old",
+      outcome: "success",
+      durationMs: 5,
+      empty: true,
+    };
+    const recent: CallRecord = { agent: "x", tool: "new", outcome: "success", durationMs: 5 };
+    for (const s of [memory, store]) {
+      s.recordCall(old, t0);
+      s.recordCall(recent, t0 + 11 * 60_000);
+    }
+    const now = t0 + 11 * 60_000;
+    expect(await store.read("x", now)).toEqual(memory.read("x", now));
+    await store.close();
+  });
+
   it("names with :, {, } and spaces stay inside the agent's own keys", async () => {
     const store = redisStore({ url: redis.url, prefix: "t2" });
     const now = Date.UTC(2026, 0, 1);
