@@ -28,7 +28,8 @@ export type SelfHealErrorCode =
   | "SELFHEAL_CIRCUIT_OPEN"
   | "SELFHEAL_ESCALATED"
   | "SELFHEAL_BUDGET_EXHAUSTED"
-  | "SELFHEAL_READ_ONLY";
+  | "SELFHEAL_READ_ONLY"
+  | "SELFHEAL_IN_FLIGHT_ELSEWHERE";
 
 /** Base class of every error selfheal throws. */
 export abstract class SelfHealError extends Error {
@@ -206,6 +207,22 @@ export class CircuitOpenError extends SelfHealError {
 }
 export const isCircuitOpenError = (e: unknown): e is CircuitOpenError =>
   hasCode(e, "SELFHEAL_CIRCUIT_OPEN");
+
+/**
+ * Another worker of the fleet was still sending a write with the same idempotency key when this
+ * call's deadline came: this call sent nothing (the write may yet succeed there).
+ */
+export class InFlightElsewhereError extends SelfHealError {
+  readonly code = "SELFHEAL_IN_FLIGHT_ELSEWHERE";
+  override readonly name = "InFlightElsewhereError";
+  constructor(readonly tool: string) {
+    super(
+      `selfheal: a write of "${named(tool)}" with this idempotency key is still in flight on another worker; nothing was sent`,
+    );
+  }
+}
+export const isInFlightElsewhereError = (e: unknown): e is InFlightElsewhereError =>
+  hasCode(e, "SELFHEAL_IN_FLIGHT_ELSEWHERE");
 
 /** Recovery ran out of options and a human was notified. `cause` is the last error. */
 export class HumanEscalationRequiredError extends SelfHealError {

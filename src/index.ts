@@ -52,6 +52,8 @@ export type { Pattern, StrategyName } from "./telemetry/conventions.js";
 export {
   CircuitOpenError,
   HumanEscalationRequiredError,
+  InFlightElsewhereError,
+  isInFlightElsewhereError,
   ReadOnlyModeError,
   RecoveryBudgetExhaustedError,
   isCircuitOpenError,

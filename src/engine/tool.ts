@@ -1,5 +1,12 @@
 import type { Attributes, Context } from "@opentelemetry/api";
-import { CircuitOpenError, RecoveryBudgetExhaustedError, SelfHealClosedError } from "../errors.js";
+import {
+  CircuitOpenError,
+  InFlightElsewhereError,
+  RecoveryBudgetExhaustedError,
+  SelfHealClosedError,
+} from "../errors.js";
+import type { Claim, LedgerSync } from "../recovery/idempotency.js";
+import { describeThrown, redact } from "../telemetry/redact.js";
 import type { HealthReport } from "../health/evaluator.js";
 import { RecoveryBudget } from "../recovery/budget.js";
 import type { Failure } from "../recovery/strategy.js";
@@ -73,6 +80,9 @@ export interface CallResult<R> {
   /** Served from the idempotency ledger: the tool was not called again. */
   replayed: boolean;
 }
+
+/** How often a call waits on a write another worker is sending, ms. */
+const FLEET_POLL_MS = 100;
 
 /** The answer of a call whose every route was closed: the tool's canned answer. */
 const CANNED: Answer = { outcome: "recovered", failedAttempts: 0, fallback: true };
@@ -215,15 +225,7 @@ class ToolCalls<A, R> {
       } catch (error) {
         return failCall(engine, tool, c, error, 0, false);
       }
-      replayed(engine, tool, c);
-      const result: CallResult<R> = {
-        value,
-        outcome: "success",
-        provider: undefined,
-        attempts: 0,
-        replayed: true,
-      };
-      return detailed ? result : value;
+      return this.replay(c, value, detailed);
     }
     let settle!: { resolve: (r: CallResult<R>) => void; reject: (e: unknown) => void };
     const inflight = new Promise<CallResult<R>>((resolve, reject) => {
@@ -231,8 +233,22 @@ class ToolCalls<A, R> {
     });
     inflight.catch(() => undefined); // a rejection reaches the first caller; copies handle their own
     const forget = engine.ledger.track(tool.name, key, inflight);
+    const fleet = engine.options.store.fleet?.ledger;
     try {
-      const result = (await this.routed(args, c, true)) as CallResult<R>;
+      const claim = fleet ? await this.claim(fleet, c, key) : undefined;
+      if (claim?.kind === "done") {
+        const result = this.replay(c, claim.value as R, true) as CallResult<R>;
+        settle.resolve(result);
+        return detailed ? result : result.value;
+      }
+      let result: CallResult<R>;
+      try {
+        result = (await this.routed(args, c, true)) as CallResult<R>;
+      } catch (error) {
+        if (claim) await fleet?.release(tool.name, key).catch(() => undefined);
+        throw error;
+      }
+      if (claim) await this.share(fleet, key, result.value);
       settle.resolve(result);
       return detailed ? result : result.value;
     } catch (error) {
@@ -241,6 +257,58 @@ class ToolCalls<A, R> {
     } finally {
       forget();
     }
+  }
+
+  /**
+   * The fleet's claim on a keyed write: this worker sends it, or another already did (its
+   * result), waiting while another sends it, within the call's deadline. Redis away: this
+   * worker decides alone (undefined).
+   */
+  private async claim(
+    fleet: LedgerSync,
+    c: CallState,
+    key: string,
+  ): Promise<Exclude<Claim, { kind: "busy" }> | undefined> {
+    const { clock } = this.engine.options;
+    for (;;) {
+      const left = c.deadlineAt - clock.now();
+      let claim: Claim;
+      try {
+        claim = await fleet.claim(this.tool.name, key, Math.max(1, left));
+      } catch {
+        return undefined;
+      }
+      if (claim.kind !== "busy") return claim;
+      if (left <= FLEET_POLL_MS) {
+        throw new InFlightElsewhereError(this.tool.name);
+      }
+      await clock.sleep(FLEET_POLL_MS, c.call.signal);
+    }
+  }
+
+  /** Shares a result with the fleet; a failure to share is logged, never the call's. */
+  private async share(fleet: LedgerSync | undefined, key: string, value: unknown): Promise<void> {
+    const { engine, tool } = this;
+    try {
+      await fleet?.complete(tool.name, key, value, engine.options.recovery.ledger.ttlMs);
+    } catch (error) {
+      engine.options.logger.warn(
+        `selfheal: could not share the result of "${tool.name}" with the fleet: ${redact(describeThrown(error))}`,
+      );
+    }
+  }
+
+  /** Ends a call answered by a write already made (here or by another worker). */
+  private replay(c: CallState, value: R, detailed: boolean): unknown {
+    replayed(this.engine, this.tool, c);
+    const result: CallResult<R> = {
+      value,
+      outcome: "success",
+      provider: undefined,
+      attempts: 0,
+      replayed: true,
+    };
+    return detailed ? result : value;
   }
 
   private routed(args: A, c: CallState, detailed: boolean): Promise<unknown> {

@@ -14,6 +14,28 @@ interface Entry {
 
 const idOf = (tool: string, key: string) => `${tool}\u0000${key}`;
 
+/** A fleet's answer to a worker about to send a keyed write. */
+export type Claim =
+  /** No one sent it: this worker does, holding the key until it completes or releases it. */
+  | { kind: "mine" }
+  /** Another worker sent it and it succeeded: its stored result. */
+  | { kind: "done"; value: unknown }
+  /** Another worker is sending it now. */
+  | { kind: "busy" };
+
+/**
+ * The idempotency ledger of a fleet (`selfheal/redis`): a key is claimed before the write goes
+ * out, so of the workers sending the same key one sends and the others reuse its result.
+ */
+export interface LedgerSync {
+  /** Claims `key` for `leaseMs` (the call's deadline: a worker that dies lets it go). */
+  claim(tool: string, key: string, leaseMs: number): Promise<Claim>;
+  /** The write succeeded: its result is kept for `ttlMs` for every worker. */
+  complete(tool: string, key: string, value: unknown, ttlMs: number): Promise<void>;
+  /** The write failed: the key is free for another attempt. */
+  release(tool: string, key: string): Promise<void>;
+}
+
 /**
  * Writes by tool and idempotency key: a call repeated with the key of a write that already went
  * through gets the stored result, one with the key of a write still in flight shares its outcome,

@@ -2,9 +2,11 @@ import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { BreakerSync, BreakerVerdict } from "../recovery/breaker.js";
 import type { AlertGate } from "../notify/throttle.js";
+import type { Claim, LedgerSync } from "../recovery/idempotency.js";
+import { hashKey } from "../telemetry/spans.js";
 import type { FleetSync } from "../fleet.js";
 import { encodeName } from "./keys.js";
-import { GATE } from "./scripts.js";
+import { CLAIM, GATE, RELEASE } from "./scripts.js";
 
 /** What the sync needs of the store: its client, whether Redis is away, its command timeout. */
 export interface SyncHost {
@@ -14,8 +16,10 @@ export interface SyncHost {
   readonly onTrouble: (error: unknown) => void;
 }
 
-interface Gated {
+interface Scripts {
   selfhealGate(gate: string, count: string, periodMs: number): Promise<[number, number]>;
+  selfhealClaim(result: string, marker: string, id: string, leaseMs: number): Promise<string[]>;
+  selfhealRelease(marker: string, id: string): Promise<number>;
 }
 
 /** A published verdict, as it travels on the channel. */
@@ -32,9 +36,10 @@ interface Message {
  * with `NX PX` per kind: the first worker in a period sends, the others count what they held.
  * While Redis is away every worker decides alone, as a single process would.
  */
-export class RedisFleetSync implements BreakerSync, AlertGate, FleetSync {
+export class RedisFleetSync implements BreakerSync, AlertGate, LedgerSync, FleetSync {
   readonly breakers: BreakerSync = this;
   readonly alerts: AlertGate = this;
+  readonly ledger: LedgerSync = this;
   private readonly id = randomUUID();
   private readonly channel: string;
   private readonly tag: string;
@@ -115,12 +120,45 @@ export class RedisFleetSync implements BreakerSync, AlertGate, FleetSync {
     periodMs: number,
   ): Promise<{ send: boolean; suppressed: number }> {
     if (this.host.degraded()) throw new Error("Redis is away"); // the escalator's own throttle
-    const client = this.host.client as Redis & Gated;
+    const client = this.host.client as Redis & Scripts;
     const gate = `${this.tag}:alert:${encodeName(kind)}`;
     const [send, suppressed] = await this.host.timed(
       client.selfhealGate(gate, `${gate}:held`, Math.max(1, Math.round(periodMs))),
     );
     return { send: send === 1, suppressed };
+  }
+
+  async claim(tool: string, key: string, leaseMs: number): Promise<Claim> {
+    if (this.host.degraded()) throw new Error("Redis is away"); // the caller decides alone
+    const client = this.host.client as Redis & Scripts;
+    const [result, marker] = this.ledgerKeys(tool, key);
+    const [kind, stored] = await this.host.timed(
+      client.selfhealClaim(result, marker, this.id, Math.ceil(leaseMs)),
+    );
+    if (kind === "mine") return { kind: "mine" };
+    if (kind === "busy") return { kind: "busy" };
+    return { kind: "done", value: parseStored(stored) };
+  }
+
+  async complete(tool: string, key: string, value: unknown, ttlMs: number): Promise<void> {
+    const [result, marker] = this.ledgerKeys(tool, key);
+    // A result JSON cannot hold is kept as "done, not shareable": another worker must still
+    // never send the write again.
+    let text: string;
+    try {
+      text = JSON.stringify({ value });
+    } catch {
+      text = '{"unshareable":true}';
+    }
+    const multi = this.host.client.multi();
+    multi.set(result, text, "PX", Math.ceil(ttlMs));
+    multi.del(marker);
+    await this.host.timed(multi.exec());
+  }
+
+  async release(tool: string, key: string): Promise<void> {
+    const client = this.host.client as Redis & Scripts;
+    await this.host.timed(client.selfhealRelease(this.ledgerKeys(tool, key)[1], this.id));
   }
 
   close(): void {
@@ -132,6 +170,12 @@ export class RedisFleetSync implements BreakerSync, AlertGate, FleetSync {
     return `${this.tag}:breaker:${encodeName(dependency)}`;
   }
 
+  /** The stored result and the in-flight marker of a write (the key is hashed: it may be user data). */
+  private ledgerKeys(tool: string, key: string): [string, string] {
+    const base = `${this.tag}:ledger:${encodeName(tool)}:${hashKey(key)}`;
+    return [base, `${base}:inflight`];
+  }
+
   private leaseKey(dependency: string): string {
     return `${this.tag}:lease:${encodeName(dependency)}`;
   }
@@ -139,6 +183,18 @@ export class RedisFleetSync implements BreakerSync, AlertGate, FleetSync {
   /** Registers the scripts this sync runs on the store's client. */
   static define(client: Redis): void {
     client.defineCommand("selfhealGate", { numberOfKeys: 2, lua: GATE });
+    client.defineCommand("selfhealClaim", { numberOfKeys: 2, lua: CLAIM });
+    client.defineCommand("selfhealRelease", { numberOfKeys: 1, lua: RELEASE });
+  }
+}
+
+/** A stored result: its value (undefined for one JSON could not hold). */
+function parseStored(text: string | undefined): unknown {
+  try {
+    const parsed = JSON.parse(text ?? "{}") as { value?: unknown };
+    return parsed.value;
+  } catch {
+    return undefined;
   }
 }
 

@@ -77,3 +77,20 @@ local held = redis.call('INCR', KEYS[2])
 redis.call('PEXPIRE', KEYS[2], 2 * tonumber(ARGV[1]))
 return {0, held}
 `;
+
+/**
+ * Claims a keyed write for the fleet. KEYS: the stored result, the in-flight marker; ARGV: this
+ * worker's id, lease ms. Returns {"done", result} / {"mine"} / {"busy"}.
+ */
+export const CLAIM = `
+local done = redis.call('GET', KEYS[1])
+if done then return {'done', done} end
+if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return {'mine'} end
+return {'busy'}
+`;
+
+/** Frees an in-flight marker only if this worker holds it. KEYS: the marker; ARGV: worker id. */
+export const RELEASE = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 0
+`;

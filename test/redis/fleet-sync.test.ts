@@ -138,3 +138,78 @@ describe.skipIf(!available)("breakers and alerts shared by a fleet through Redis
 function closeTimes(workers: Worker[]): number[] {
   return workers.flatMap((w) => w.circuits.filter((e) => e.state === "closed").map((e) => e.at));
 }
+
+describe.skipIf(!available)("the idempotency ledger shared by a fleet through Redis", () => {
+  let redis: RunningRedis;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    await redis.stop();
+  });
+
+  it("three workers sending the same key: one sends, the others get its result", async () => {
+    const charges: string[] = [];
+    const workers = ["a", "b", "c"].map((name) => {
+      const store = redisStore({ url: redis.url, prefix: "ledger1" });
+      const sh = createSelfHealing({ agent: "pay", store, logger: { warn: () => undefined } });
+      const charge = sh.tool(
+        "charge",
+        { readOnly: false, idempotencyKey: (o: { order: string }) => o.order },
+        async (o: { order: string }) => {
+          charges.push(`${name}:${o.order}`);
+          await sleep(150); // slow enough that the others arrive while it is in flight
+          return { charged: o.order, by: name };
+        },
+      );
+      return { sh, store, charge };
+    });
+    await sleep(100);
+    const results = await Promise.all(workers.map((w) => w.charge({ order: "order-1" })));
+    expect(charges).toHaveLength(1);
+    const sender = charges[0]?.split(":")[0];
+    expect(results).toEqual([0, 1, 2].map(() => ({ charged: "order-1", by: sender })));
+    // Later, the same key again: still no second charge.
+    const again = await workers[2]?.charge({ order: "order-1" });
+    expect(again).toEqual({ charged: "order-1", by: sender });
+    expect(charges).toHaveLength(1);
+    for (const w of workers) {
+      await w.sh.close();
+      await w.store.close();
+    }
+  }, 20_000);
+
+  it("a write that failed frees its key: another worker may send it", async () => {
+    let fail = true;
+    const sent: string[] = [];
+    const make = (name: string) => {
+      const store = redisStore({ url: redis.url, prefix: "ledger2" });
+      const sh = createSelfHealing({
+        agent: "pay",
+        store,
+        logger: { warn: () => undefined },
+        recovery: { plans: { BAD_REQUEST: [] } },
+      });
+      const charge = sh.tool(
+        "charge",
+        { readOnly: false, idempotencyKey: (o: { order: string }) => o.order },
+        (o: { order: string }) => {
+          sent.push(name);
+          if (fail) throw Object.assign(new Error("amount must be positive"), { status: 400 });
+          return { charged: o.order };
+        },
+      );
+      return { sh, store, charge };
+    };
+    const a = make("a");
+    const b = make("b");
+    await expect(a.charge({ order: "o2" })).rejects.toThrow(/amount/);
+    fail = false;
+    await expect(b.charge({ order: "o2" })).resolves.toEqual({ charged: "o2" });
+    expect(sent).toEqual(["a", "b"]);
+    for (const w of [a, b]) {
+      await w.sh.close();
+      await w.store.close();
+    }
+  }, 20_000);
+});
