@@ -1,15 +1,17 @@
 import type { BreakerSync } from "./recovery/breaker.js";
 import type { AlertGate } from "./notify/throttle.js";
+import type { BudgetSync } from "./recovery/budget.js";
 import type { LedgerSync } from "./recovery/idempotency.js";
 
 /**
  * State a fleet of workers shares beyond health signals (`selfheal/redis` provides it on its
  * store): breaker verdicts and the half-open probe lease, the alert throttle, the idempotency
- * ledger. Each part is
+ * ledger, each task's recovery budget. Each part is
  * optional; what is missing stays per process.
  */
 export interface FleetSync {
   readonly breakers?: BreakerSync;
   readonly alerts?: AlertGate;
   readonly ledger?: LedgerSync;
+  readonly budgets?: BudgetSync;
 }

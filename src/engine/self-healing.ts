@@ -120,7 +120,7 @@ class Instance implements SelfHealing {
     const state: TaskState = {
       id,
       mode: modeOf(report, engine.degraded(report)),
-      budget: new RecoveryBudget(engine.options.recovery.budgetUsd),
+      budget: await this.budget(id),
     };
     try {
       const result = await engine.tasks.run(state, fn, { id, mode: state.mode, health: report });
@@ -171,6 +171,16 @@ class Instance implements SelfHealing {
       if (engine.options.ownsStore) await engine.options.store.close?.();
     })();
     return engine.closing;
+  }
+
+  /** A task's budget: its own, or the fleet's record of it (what other workers already spent). */
+  private async budget(taskId: string): Promise<RecoveryBudget> {
+    const { recovery, store } = this.engine.options;
+    const sync = store.fleet?.budgets;
+    if (!sync) return new RecoveryBudget(recovery.budgetUsd);
+    const budget = new RecoveryBudget(recovery.budgetUsd, { sync, taskId });
+    budget.spentUsd = await sync.spent(taskId).catch(() => 0);
+    return budget;
   }
 
   private recordTask(outcome: TaskOutcome): void {

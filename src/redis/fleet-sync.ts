@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { BreakerSync, BreakerVerdict } from "../recovery/breaker.js";
 import type { AlertGate } from "../notify/throttle.js";
+import type { BudgetSync } from "../recovery/budget.js";
 import type { Claim, LedgerSync } from "../recovery/idempotency.js";
 import { hashKey } from "../telemetry/spans.js";
 import type { FleetSync } from "../fleet.js";
@@ -22,6 +23,9 @@ interface Scripts {
   selfhealRelease(marker: string, id: string): Promise<number>;
 }
 
+/** How long a task's shared spend is kept after its last recovery attempt, ms. */
+const BUDGET_TTL_MS = 24 * 3_600_000;
+
 /** A published verdict, as it travels on the channel. */
 interface Message {
   from: string;
@@ -36,10 +40,11 @@ interface Message {
  * with `NX PX` per kind: the first worker in a period sends, the others count what they held.
  * While Redis is away every worker decides alone, as a single process would.
  */
-export class RedisFleetSync implements BreakerSync, AlertGate, LedgerSync, FleetSync {
+export class RedisFleetSync implements BreakerSync, AlertGate, LedgerSync, BudgetSync, FleetSync {
   readonly breakers: BreakerSync = this;
   readonly alerts: AlertGate = this;
   readonly ledger: LedgerSync = this;
+  readonly budgets: BudgetSync = this;
   private readonly id = randomUUID();
   private readonly channel: string;
   private readonly tag: string;
@@ -161,6 +166,20 @@ export class RedisFleetSync implements BreakerSync, AlertGate, LedgerSync, Fleet
     await this.host.timed(client.selfhealRelease(this.ledgerKeys(tool, key)[1], this.id));
   }
 
+  async spent(taskId: string): Promise<number> {
+    if (this.host.degraded()) throw new Error("Redis is away");
+    return Number((await this.host.timed(this.host.client.get(this.budgetKey(taskId)))) ?? 0);
+  }
+
+  async add(taskId: string, usd: number): Promise<number> {
+    if (this.host.degraded()) throw new Error("Redis is away");
+    const multi = this.host.client.multi();
+    multi.incrbyfloat(this.budgetKey(taskId), usd);
+    multi.pexpire(this.budgetKey(taskId), BUDGET_TTL_MS);
+    const results = await this.host.timed(multi.exec());
+    return Number(results?.[0]?.[1] ?? 0);
+  }
+
   close(): void {
     this.subscriber?.disconnect();
     this.subscriber = undefined;
@@ -174,6 +193,10 @@ export class RedisFleetSync implements BreakerSync, AlertGate, LedgerSync, Fleet
   private ledgerKeys(tool: string, key: string): [string, string] {
     const base = `${this.tag}:ledger:${encodeName(tool)}:${hashKey(key)}`;
     return [base, `${base}:inflight`];
+  }
+
+  private budgetKey(taskId: string): string {
+    return `${this.tag}:budget:${hashKey(taskId)}`;
   }
 
   private leaseKey(dependency: string): string {

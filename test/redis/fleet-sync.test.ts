@@ -213,3 +213,49 @@ describe.skipIf(!available)("the idempotency ledger shared by a fleet through Re
     }
   }, 20_000);
 });
+
+describe.skipIf(!available)("a task's recovery budget shared by a fleet through Redis", () => {
+  let redis: RunningRedis;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    await redis.stop();
+  });
+
+  it("a task that moves to another worker keeps one budget", async () => {
+    const sends: string[] = [];
+    const make = (name: string, failures: number) => {
+      const store = redisStore({ url: redis.url, prefix: "budget1" });
+      const sh = createSelfHealing({
+        agent: "pay",
+        store,
+        logger: { warn: () => undefined },
+        recovery: {
+          budgetUsd: 0.5,
+          providers: [{ name: "p", usdPerCall: 0.2 }],
+          backoff: { baseMs: 5, jitter: 0, maxAttempts: 5 },
+          plans: { SERVICE_DOWN: ["exponential_backoff_with_jitter"] },
+        },
+      });
+      let left = failures;
+      const lookup = sh.tool("lookup", { readOnly: true, provider: "p" }, () => {
+        sends.push(name);
+        if (left-- > 0) throw thrownFault("http_503");
+        return "ok";
+      });
+      return { sh, store, lookup };
+    };
+    const a = make("a", 1); // one retry: $0.20 of the task's $0.50
+    const b = make("b", 99); // always failing
+    await a.sh.task("task-1", () => a.lookup(undefined));
+    await sleep(100); // the spend reached Redis
+    await expect(b.sh.task("task-1", () => b.lookup(undefined))).rejects.toThrow(/budget/i);
+    // b had $0.30 left: one retry ($0.20), not two.
+    expect(sends).toEqual(["a", "a", "b", "b"]);
+    for (const w of [a, b]) {
+      await w.sh.close();
+      await w.store.close();
+    }
+  }, 20_000);
+});
