@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * The `selfheal` command. `selfheal demo` plays an incident scenario on virtual time, on the
- * in-memory default (no server), and shows selfheal heal the agent.
+ * in-memory default (no server), and shows selfheal heal the agent. `selfheal status --redis URL`
+ * prints a fleet's health from Redis (ioredis is loaded for that command only).
  */
 import { readFileSync } from "node:fs";
 import { access, constants, stat, writeFile } from "node:fs/promises";
@@ -15,12 +16,15 @@ import { renderText } from "../report/render-text.js";
 import { runScenario, type TimelineEntry } from "../sim/run.js";
 import { SCENARIOS } from "../sim/scenarios.js";
 import { escapeControl, oneLine } from "../telemetry/redact.js";
+import { CommandFailedError, UsageError } from "./errors.js";
+import { status } from "./status.js";
 
 const USAGE = `Usage: selfheal <command> [options]
 
 Commands:
   demo      Play an incident on virtual time and watch selfheal heal the agent
   report    The weekly review of a recovery event log (recovery.eventLog JSONL)
+  status    The fleet's health from Redis: selfheal status --redis URL [--agent NAME] [--json]
 
 Run "selfheal <command> --help" for its options; "selfheal --version" prints the version.`;
 
@@ -59,9 +63,6 @@ at all exits 2.
 Options:
   --html OUT.html  also write a self-contained page with charts (no network needed to view it)
   -h, --help       this help`;
-
-/** A bad invocation: one line on stderr, exit code 2. */
-class UsageError extends Error {}
 
 const useColor = process.stdout.isTTY && !process.env.NO_COLOR;
 const paint = (code: number, text: string) => (useColor ? `\u001b[${code}m${text}\u001b[0m` : text);
@@ -374,7 +375,8 @@ async function main(argv: string[]): Promise<void> {
   }
   if (command === "demo") return demo(rest);
   if (command === "report") return report(rest);
-  throw new UsageError(`unknown command "${command}" (known: demo, report)`);
+  if (command === "status") return status(rest);
+  throw new UsageError(`unknown command "${command}" (known: demo, report, status)`);
 }
 
 // A closed stdout (`selfheal demo | head -1`) is the reader saying it has seen enough.
@@ -396,6 +398,11 @@ main(process.argv.slice(2)).catch((error: unknown) => {
     const message = (error as Error).message.replace(/^selfheal: /, "");
     process.stderr.write(`selfheal: ${oneLine(message)}\n`);
     process.exitCode = 2;
+    return;
+  }
+  if (error instanceof CommandFailedError) {
+    process.stderr.write(`selfheal: ${oneLine(error.message)}\n`);
+    process.exitCode = 1;
     return;
   }
   const text = error instanceof Error ? (error.stack ?? error.message) : String(error);

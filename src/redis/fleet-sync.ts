@@ -6,7 +6,7 @@ import type { BudgetSync } from "../recovery/budget.js";
 import type { Claim, LedgerSync } from "../recovery/idempotency.js";
 import { hashKey } from "../telemetry/spans.js";
 import type { FleetSync } from "../fleet.js";
-import { encodeName } from "./keys.js";
+import { breakerKeyPrefix, decodeName, encodeName, fleetTag } from "./keys.js";
 import { CLAIM, GATE, RELEASE } from "./scripts.js";
 
 /** What the sync needs of the store: its client, whether Redis is away, its command timeout. */
@@ -48,6 +48,7 @@ export class RedisFleetSync implements BreakerSync, AlertGate, LedgerSync, Budge
   private readonly id = randomUUID();
   private readonly channel: string;
   private readonly tag: string;
+  private readonly breakerPrefix: string;
   private readonly appliers = new Set<(dependency: string, verdict: BreakerVerdict) => void>();
   /** Leases this worker holds: dependency -> until (wall-clock ms, as Redis keeps them). */
   private readonly leases = new Map<string, number>();
@@ -59,7 +60,8 @@ export class RedisFleetSync implements BreakerSync, AlertGate, LedgerSync, Budge
     prefix: string,
   ) {
     this.channel = `${prefix}:breakers`;
-    this.tag = `${prefix}:{fleet}`;
+    this.tag = fleetTag(prefix);
+    this.breakerPrefix = breakerKeyPrefix(prefix);
   }
 
   publish(dependency: string, verdict: BreakerVerdict): void {
@@ -114,9 +116,27 @@ export class RedisFleetSync implements BreakerSync, AlertGate, LedgerSync, Budge
       if (!message || message.from === this.id) return;
       for (const applier of this.appliers) applier(message.dependency, message.verdict);
     });
-    subscriber.subscribe(this.channel).catch((error: unknown) => {
+    subscriber.subscribe(this.channel).then(
+      () => this.catchUp(),
+      (error: unknown) => {
+        this.host.onTrouble(error);
+      },
+    );
+  }
+
+  /** A worker that joins late takes the verdicts already standing (an open breaker, say). */
+  private async catchUp(): Promise<void> {
+    try {
+      const standing = await readVerdicts(this.host.client, this.breakerPrefix, (w) =>
+        this.host.timed(w),
+      );
+      for (const [dependency, verdict] of standing) {
+        if (!verdict.open) continue;
+        for (const applier of this.appliers) applier(dependency, verdict);
+      }
+    } catch (error) {
       this.host.onTrouble(error);
-    });
+    }
   }
 
   async admit(
@@ -186,7 +206,7 @@ export class RedisFleetSync implements BreakerSync, AlertGate, LedgerSync, Budge
   }
 
   private stateKey(dependency: string): string {
-    return `${this.tag}:breaker:${encodeName(dependency)}`;
+    return `${this.breakerPrefix}${encodeName(dependency)}`;
   }
 
   /** The stored result and the in-flight marker of a write (the key is hashed: it may be user data). */
@@ -225,19 +245,53 @@ function parseStored(text: string | undefined): unknown {
 function parseMessage(text: string): Message | undefined {
   try {
     const m = JSON.parse(text) as Partial<Message>;
-    const v = m.verdict;
-    if (
-      typeof m.from !== "string" ||
-      typeof m.dependency !== "string" ||
-      typeof v !== "object" ||
-      typeof v.open !== "boolean" ||
-      !Number.isFinite(v.until) ||
-      !Number.isFinite(v.opens) ||
-      !Number.isFinite(v.at)
-    )
+    const verdict = checkVerdict(m.verdict);
+    if (typeof m.from !== "string" || typeof m.dependency !== "string" || !verdict)
       return undefined;
-    return { from: m.from, dependency: m.dependency, verdict: v };
+    return { from: m.from, dependency: m.dependency, verdict };
   } catch {
     return undefined;
   }
+}
+
+/** The breaker verdicts standing in Redis under a key prefix, by dependency (SCAN, then MGET). */
+export async function readVerdicts(
+  client: Redis,
+  keyPrefix: string,
+  timed: <T>(work: Promise<T>) => Promise<T>,
+): Promise<Map<string, BreakerVerdict>> {
+  const keys: string[] = [];
+  let cursor = "0";
+  do {
+    const [next, found] = await timed(client.scan(cursor, "MATCH", `${keyPrefix}*`, "COUNT", 200));
+    cursor = next;
+    keys.push(...found);
+  } while (cursor !== "0" && keys.length < 10_000);
+  const verdicts = new Map<string, BreakerVerdict>();
+  if (keys.length === 0) return verdicts;
+  const values = await timed(client.mget(...keys));
+  keys.forEach((key, i) => {
+    const verdict = parseVerdict(values[i]);
+    if (verdict) verdicts.set(decodeName(key.slice(keyPrefix.length)), verdict);
+  });
+  return verdicts;
+}
+
+/** A stored verdict, checked. */
+function parseVerdict(text: string | null | undefined): BreakerVerdict | undefined {
+  try {
+    return checkVerdict(JSON.parse(text ?? "null"));
+  } catch {
+    return undefined;
+  }
+}
+
+function checkVerdict(v: unknown): BreakerVerdict | undefined {
+  if (typeof v !== "object" || v === null) return undefined;
+  const { open, until, opens, at } = v as Record<string, unknown>;
+  if (typeof open !== "boolean") return undefined;
+  if (typeof until !== "number" || typeof opens !== "number" || typeof at !== "number")
+    return undefined;
+  if (![until, opens, at].every(Number.isFinite)) return undefined;
+  return { open, until, opens, at };
 }

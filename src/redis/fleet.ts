@@ -1,9 +1,12 @@
-import type { Redis } from "ioredis";
+import { Redis } from "ioredis";
 import { systemClock } from "../clock.js";
+import { SelfHealConfigError } from "../errors.js";
 import { HealthEvaluator, type HealthReport } from "../health/evaluator.js";
 import type { SignalWindows } from "../health/store.js";
 import { DEFAULT_BASELINE_TAU_MS, DEFAULT_THRESHOLDS } from "../health/thresholds.js";
-import { agentsKey, checkPrefix, decodeName } from "./keys.js";
+import { describeThrown, redact } from "../telemetry/redact.js";
+import { readVerdicts } from "./fleet-sync.js";
+import { agentsKey, breakerKeyPrefix, checkPrefix, decodeName } from "./keys.js";
 import { RedisSignalStore } from "./store.js";
 
 /** What `selfheal status --redis` prints: each agent's health, computed from the fleet's buckets. */
@@ -11,40 +14,66 @@ export interface FleetStatus {
   prefix: string;
   at: number;
   agents: HealthReport[];
+  /** The fleet's breakers that are open now, by dependency (the others are closed). */
+  openBreakers: { dependency: string; until: number; opens: number }[];
 }
 
 export interface ReadFleetOptions {
+  /** An ioredis client (neither connected nor quit here)... */
   client?: Redis;
+  /** ...or a URL: one connection, one attempt, closed when read. */
   url?: string;
   prefix?: string;
   /** One agent only (default: every agent that wrote under the prefix). */
   agent?: string;
   windows?: Partial<SignalWindows>;
+  /** Each command gives up after this long, ms (default 500). */
   commandTimeoutMs?: number;
+  /** How long to wait for the connection (and its handshake), ms (default 3000). */
+  connectTimeoutMs?: number;
 }
 
 /**
  * Reads the fleet's health from Redis with the default thresholds (an agent's own thresholds live
- * in its code). Throws when Redis cannot be read: a status tool must not show a stale fleet.
+ * in its code). Throws when Redis cannot be read, or when `agent` never wrote under the prefix: a
+ * status tool must not show a stale or made-up fleet. Errors are one line, credentials redacted.
  */
 export async function readFleet(options: ReadFleetOptions): Promise<FleetStatus> {
+  if ((options.client === undefined) === (options.url === undefined))
+    throw new SelfHealConfigError("readFleet", "pass either `client` (an ioredis client) or `url`");
   const prefix = checkPrefix(options.prefix ?? "selfheal");
-  const problems: string[] = [];
+  const commandTimeoutMs = options.commandTimeoutMs ?? 500;
+  const connectTimeoutMs = options.connectTimeoutMs ?? 3_000;
+  // A one-shot read: one connection attempt, no reconnecting, and a server that never answers
+  // (nor closes) is let go at once rather than after ioredis's 2 s disconnect grace.
+  const client =
+    options.client ??
+    new Redis(options.url ?? "", {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      connectTimeout: connectTimeoutMs,
+      commandTimeout: commandTimeoutMs,
+      disconnectTimeout: 200,
+      retryStrategy: () => null,
+      protocol: 3,
+    });
+  let degradedBy: string | undefined;
   const store = new RedisSignalStore({
-    ...(options.client ? { client: options.client } : { url: options.url ?? "" }),
+    client,
     prefix,
     ...(options.windows && { windows: options.windows }),
-    ...(options.commandTimeoutMs !== undefined && { commandTimeoutMs: options.commandTimeoutMs }),
-    logger: { warn: (m) => problems.push(m) },
+    commandTimeoutMs,
+    logger: { warn: () => undefined }, // every failure is thrown instead
   });
+  const stop = store.onStateChange((state) => {
+    if (state.degraded) degradedBy = state.reason;
+  });
+  let fleet: FleetStatus;
   try {
-    const client = options.client ?? store.connection;
-    await client.ping();
-    const names =
-      options.agent !== undefined
-        ? [options.agent]
-        : (await client.smembers(agentsKey(prefix))).map(decodeName).sort();
-    const at = systemClock.now();
+    await ready(client, connectTimeoutMs);
+    const names = await agentNames(client, prefix, options.agent);
+    const at = Math.floor(systemClock.now()); // whole ms: the JSON reads as a timestamp
     const agents: HealthReport[] = [];
     for (const agent of names) {
       const evaluator = new HealthEvaluator({
@@ -60,10 +89,84 @@ export async function readFleet(options: ReadFleetOptions): Promise<FleetStatus>
         },
       });
       agents.push(await evaluator.current(at));
-      if (store.isDegraded) throw new Error(problems.at(-1) ?? "Redis could not be read");
+      if (store.isDegraded) throw new Error(degradedBy ?? "Redis could not be read");
     }
-    return { prefix, at, agents };
-  } finally {
-    await store.close();
+    const verdicts = await readVerdicts(client, breakerKeyPrefix(prefix), (w) => w);
+    const openBreakers = [...verdicts]
+      .filter(([, v]) => v.open && v.until > at)
+      .map(([dependency, v]) => ({ dependency, until: Math.ceil(v.until), opens: v.opens }))
+      .sort((a, b) => a.dependency.localeCompare(b.dependency));
+    fleet = { prefix, at, agents, openBreakers };
+  } catch (error) {
+    stop();
+    if (options.client) {
+      await store.close().catch(() => undefined);
+    } else {
+      // Our own client is dropped at once: close() would wait out the command timeout again (its
+      // last flush, on a connection that failed). Its timers do not hold the process open.
+      client.disconnect();
+      void store.close().catch(() => undefined);
+    }
+    let text = describeError(error);
+    // ioredis's own words for its command timeout (the handshake of a server that never answers).
+    if (text === "Command timed out") text = `Redis did not answer within ${commandTimeoutMs} ms`;
+    throw new Error(redact(text), { cause: error });
   }
+  stop();
+  await store.close();
+  if (!options.client) client.disconnect();
+  return fleet;
+}
+
+/** The agents that wrote under the prefix, by name; or the one asked for, if it is one of them. */
+async function agentNames(client: Redis, prefix: string, agent?: string): Promise<string[]> {
+  const known = (await client.smembers(agentsKey(prefix))).map(decodeName).sort();
+  if (agent === undefined || known.includes(agent)) return agent === undefined ? known : [agent];
+  const shown = known.slice(0, 10).map((n) => JSON.stringify(n));
+  if (known.length > 10) shown.push(`${known.length - 10} more`);
+  throw new Error(
+    `no agent ${JSON.stringify(agent)} under prefix "${prefix}" (known: ${shown.join(", ") || "none"})`,
+  );
+}
+
+/**
+ * Waits for the client to be ready: the store's client sends nothing while it is connecting (no
+ * offline queue), and a refused or unreachable server must fail in seconds, not retry forever.
+ */
+async function ready(client: Redis, timeoutMs: number): Promise<void> {
+  if (client.status === "ready") return;
+  if (client.status === "end" || client.status === "close")
+    throw new Error("the Redis client is closed");
+  if (client.status === "wait") void client.connect().catch(() => undefined);
+  await new Promise<void>((resolve, reject) => {
+    const done = (error?: unknown) => {
+      clearTimeout(timer);
+      client.off("ready", onReady);
+      client.off("error", onError);
+      if (error === undefined) resolve();
+      else reject(error instanceof Error ? error : new Error(describeThrown(error)));
+    };
+    const onReady = () => {
+      done();
+    };
+    const onError = (error: unknown) => {
+      done(error);
+    };
+    const timer = setTimeout(() => {
+      done(new Error(`Redis did not answer within ${timeoutMs} ms`));
+    }, timeoutMs);
+    client.once("ready", onReady);
+    client.once("error", onError);
+  });
+}
+
+/** One line for an error, including Node's AggregateError (a host with several addresses). */
+function describeError(error: unknown): string {
+  if (error instanceof AggregateError && error.message === "") {
+    const inner = error.errors.map((e) => describeThrown(e));
+    if (inner.length) return [...new Set(inner)].join("; ");
+  }
+  const text = describeThrown(error);
+  const code = (error as { code?: unknown } | null)?.code;
+  return text === "" && typeof code === "string" ? code : text.replace(/\s*\n\s*/g, " ");
 }

@@ -49,3 +49,9 @@ export class AgentKeys {
 
 /** The set of agents that wrote under a prefix (for `selfheal status`). */
 export const agentsKey = (prefix: string): string => `${prefix}:agents`;
+
+/** The hash tag of the state the whole fleet shares (breakers, ledger, budgets, alerts). */
+export const fleetTag = (prefix: string): string => `${prefix}:{fleet}`;
+
+/** Where a dependency's standing breaker verdict is kept: this prefix, then the encoded name. */
+export const breakerKeyPrefix = (prefix: string): string => `${fleetTag(prefix)}:breaker:`;

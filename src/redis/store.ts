@@ -268,8 +268,10 @@ export class RedisSignalStore implements SignalStore {
       if (b.ring.length)
         multi.selfhealRing(b.keys.llm, this.windows.llmSampleSize, 24 * 3_600_000, ...b.ring);
     }
+    const before = multi.length;
     also(multi);
-    if (multi.length === 0) return [];
+    // Nothing waiting and nothing asked: no round trip (a MULTI counts itself in `length`).
+    if (batch.size === 0 && multi.length === before) return [];
     try {
       await this.connected();
       const results: [Error | null, unknown][] | null = await this.timed(multi.exec());

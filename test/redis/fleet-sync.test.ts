@@ -103,6 +103,49 @@ describe.skipIf(!available)("breakers and alerts shared by a fleet through Redis
     }
   }, 20_000);
 
+  it("a worker that joins late takes the breaker verdicts already standing", async () => {
+    const make = () => {
+      const store = redisStore({ url: redis.url, prefix: "fleet3" });
+      const sh = createSelfHealing({
+        agent: "fleet",
+        store,
+        logger: { warn: () => undefined },
+        recovery: {
+          providers: [{ name: "p1" }, { name: "p2" }],
+          breaker: { baseOpenMs: 60_000 },
+          plans: { SERVICE_DOWN: ["circuit_break", "failover_to_secondary"] },
+        },
+      });
+      const used: (string | undefined)[] = [];
+      const complete = sh.tool(
+        "complete",
+        { readOnly: true, providers: ["p1", "p2"] },
+        (_: undefined, ctx) => {
+          used.push(ctx.provider);
+          if (ctx.provider === "p1") throw thrownFault("http_503");
+          return "ok";
+        },
+      );
+      const opened: string[] = [];
+      sh.on("circuit-change", (e) => {
+        if (e.state === "open") opened.push(e.dependency);
+      });
+      return { sh, store, complete, used, opened };
+    };
+    const first = make();
+    await first.complete(undefined); // p1 fails; the plan opens its breaker; p2 answers
+    expect(first.opened).toEqual(["p1"]);
+    await sleep(100);
+    const late = make();
+    await waitFor(() => late.opened.includes("p1"));
+    await late.complete(undefined);
+    expect(late.used).toEqual(["p2"]);
+    for (const w of [first, late]) {
+      await w.sh.close();
+      await w.store.close();
+    }
+  }, 20_000);
+
   it("ten workers escalating the same failure page once per throttle period", async () => {
     const pages: string[] = [];
     const pager: Notifier = {

@@ -1,0 +1,5 @@
+/** A bad invocation: one line on stderr, exit code 2. */
+export class UsageError extends Error {}
+
+/** A command that could not do its work (a server unreachable): one line on stderr, exit code 1. */
+export class CommandFailedError extends Error {}

@@ -1,0 +1,274 @@
+import { spawn } from "node:child_process";
+import { createServer, type Server, type Socket } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { redisStore } from "../../src/redis/index.js";
+import { freePort } from "../helpers/binaries.js";
+import { haveRedis, startRedis, type RunningRedis } from "../helpers/redis-server.js";
+
+const available = haveRedis("selfheal status");
+
+interface Run {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+/** The built command, as `npx selfheal` runs it (asynchronously: a test server may need to run). */
+function selfheal(args: string[], nodeArgs: string[] = []): Promise<Run> {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...nodeArgs, "dist/cli/main.js", ...args], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, NO_COLOR: "1" },
+      timeout: 30_000,
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.once("error", reject);
+    child.once("close", (status) => {
+      resolve({ status, stdout, stderr, ms: performance.now() - started });
+    });
+  });
+}
+
+/** stderr is exactly one line. */
+const oneLine = (out: Run) => {
+  expect(out.stderr.trim().split("\n")).toHaveLength(1);
+  expect(out.stderr).not.toMatch(/\n\s+at /);
+};
+
+/** A Node hook that makes `ioredis` unresolvable, as where the optional peer is not installed. */
+const HOOKS = `export async function resolve(specifier, context, next) {
+  if (specifier === "ioredis" || specifier.startsWith("ioredis/")) {
+    const error = new Error("Cannot find package 'ioredis' imported from " + context.parentURL);
+    error.code = "ERR_MODULE_NOT_FOUND";
+    throw error;
+  }
+  return next(specifier, context);
+}`;
+const WITHOUT_IOREDIS = [
+  "--import",
+  `data:text/javascript,${encodeURIComponent(
+    `import { register } from "node:module"; register(${JSON.stringify(
+      `data:text/javascript,${encodeURIComponent(HOOKS)}`,
+    )});`,
+  )}`,
+];
+
+describe.skipIf(!available)("selfheal status on a real redis-server (built CLI)", () => {
+  let redis: RunningRedis;
+  beforeAll(async () => {
+    redis = await startRedis();
+    // Two agents of a fleet, written as their workers would: billing's charge tool failing.
+    const store = redisStore({ url: redis.url });
+    const now = Date.now();
+    for (let i = 0; i < 30; i++) {
+      const at = now - i * 1_000;
+      const charge = i % 3 === 0 ? "success" : "error";
+      store.recordCall({ agent: "billing", tool: "charge", outcome: charge, durationMs: 80 }, at);
+      store.recordCall(
+        { agent: "billing", tool: "lookup", outcome: "success", durationMs: 30 },
+        at,
+      );
+      store.recordCall(
+        { agent: "support", tool: "search", outcome: "success", durationMs: 40 },
+        at,
+      );
+    }
+    for (let i = 0; i < 6; i++) store.recordTask({ agent: "support", outcome: "completed" }, now);
+    await store.flush();
+    expect(store.isDegraded).toBe(false);
+    await store.close();
+  });
+  afterAll(async () => {
+    await redis.stop();
+  });
+
+  it("lists the fleet's open breakers (and only those still open)", async () => {
+    const store = redisStore({ url: redis.url, prefix: "breakers" });
+    store.recordCall({ agent: "a", tool: "t", outcome: "success", durationMs: 5 }, Date.now());
+    await store.flush();
+    const until = Date.now() + 60_000;
+    store.fleet.publish("openai", { open: true, until, opens: 2, at: Date.now() });
+    store.fleet.publish("anthropic", { open: false, until: 0, opens: 1, at: Date.now() });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await store.close();
+    const out = await selfheal(["status", "--redis", redis.url, "--prefix", "breakers"]);
+    expect(out.stdout).toContain(
+      `breakers open: openai until ${new Date(Math.ceil(until)).toISOString()} (2 in a row)`,
+    );
+    const json = await selfheal(["status", "--redis", redis.url, "--prefix", "breakers", "--json"]);
+    expect((JSON.parse(json.stdout) as { openBreakers: unknown[] }).openBreakers).toEqual([
+      { dependency: "openai", until: Math.ceil(until), opens: 2 },
+    ]);
+  });
+
+  it("prints one block per agent: its status, each signal, each tool; defaults and what is not shared said", async () => {
+    const out = await selfheal(["status", "--redis", redis.url]);
+    expect(out.stderr).toBe("");
+    expect(out.status).toBe(0);
+    const text = out.stdout;
+    expect(text).toContain('fleet under prefix "selfheal"');
+    expect(text).toMatch(/^thresholds: the defaults/m);
+    expect(text).toMatch(/^breakers: none open$/m);
+    // billing: 40 of 60 calls failed (66.7 %): warning; its charge tool (33.3 %) critical.
+    expect(text).toMatch(/^billing: warning$/m);
+    expect(text).toMatch(/^ {2}success_rate +66\.7% +60 samples +warning$/m);
+    expect(text).toMatch(/^ {4}charge +critical \(success_rate 33\.3%\)$/m);
+    expect(text).toMatch(/^ {4}lookup +healthy$/m);
+    expect(text).toMatch(/^support: healthy$/m);
+    expect(text).toMatch(/^ {2}success_rate +100\.0% +30 samples +healthy$/m);
+    expect(text).toMatch(/^ {2}task_completion +100\.0% +6 samples +healthy$/m);
+    expect(text).toMatch(/^ {4}search +healthy$/m);
+    for (const signal of ["latency_p95", "empty_response_rate"])
+      expect(text).toMatch(new RegExp(`^ {2}${signal} .+ samples `, "m"));
+    expect(text.indexOf("billing:")).toBeLessThan(text.indexOf("support:"));
+  });
+
+  it("--agent shows that agent only", async () => {
+    const out = await selfheal(["status", "--redis", redis.url, "--agent", "support"]);
+    expect(out.status).toBe(0);
+    expect(out.stdout).toMatch(/^support: healthy$/m);
+    expect(out.stdout).not.toContain("billing");
+  });
+
+  it("--json prints the FleetStatus as one document", async () => {
+    const out = await selfheal(["status", "--redis", redis.url, "--json"]);
+    expect(out.status).toBe(0);
+    const fleet = JSON.parse(out.stdout) as {
+      prefix: string;
+      at: number;
+      agents: { agent: string; status: string; tools: Record<string, { status: string }> }[];
+    };
+    expect(fleet.prefix).toBe("selfheal");
+    expect(Math.abs(fleet.at - Date.now())).toBeLessThan(60_000);
+    expect(fleet.agents.map((a) => [a.agent, a.status])).toEqual([
+      ["billing", "warning"],
+      ["support", "healthy"],
+    ]);
+    expect(fleet.agents[0]?.tools.charge?.status).toBe("critical");
+    const one = await selfheal(["status", "--redis", redis.url, "--json", "--agent", "billing"]);
+    const only = JSON.parse(one.stdout) as { agents: { agent: string }[] };
+    expect(only.agents.map((a) => a.agent)).toEqual(["billing"]);
+  });
+
+  it("another prefix has no agents; an agent that never wrote exits 1 naming the known ones", async () => {
+    const empty = await selfheal(["status", "--redis", redis.url, "--prefix", "staging"]);
+    expect(empty.status).toBe(0);
+    expect(empty.stdout).toContain('no agent has written under prefix "staging"');
+    const unknown = await selfheal(["status", "--redis", redis.url, "--agent", "biling"]);
+    expect(unknown.status).toBe(1);
+    expect(unknown.stdout).toBe("");
+    expect(unknown.stderr).toMatch(/^selfheal: .*no agent "biling" .*known: "billing", "support"/);
+    oneLine(unknown);
+  });
+
+  it("without ioredis installed: demo runs; status says what to install, exit 1", async () => {
+    const demo = await selfheal(["demo", "--json"], WITHOUT_IOREDIS);
+    expect(demo.status).toBe(0);
+    expect(JSON.parse(demo.stdout)).toMatchObject({ scenario: "provider-outage" });
+    const out = await selfheal(["status", "--redis", redis.url], WITHOUT_IOREDIS);
+    expect(out.status).toBe(1);
+    expect(out.stderr).toBe(
+      "selfheal: status needs ioredis, an optional peer: npm install ioredis\n",
+    );
+  });
+});
+
+describe("selfheal status: bad flags and an unreachable Redis (built CLI)", () => {
+  it.each([
+    [["status"], /^selfheal: status needs --redis URL/],
+    [["status", "--redis"], /^selfheal: Option '--redis <value>' argument missing/],
+    [
+      ["status", "--redis", "redis://127.0.0.1:1", "--agnt", "x"],
+      /^selfheal: Unknown option '--agnt'/,
+    ],
+    [
+      ["status", "--redis", "http://127.0.0.1:6379"],
+      /^selfheal: --redis must be a redis:\/\/ or rediss:\/\/ URL, got the scheme "http:\/\/"/,
+    ],
+    [
+      ["status", "--redis", "127.0.0.1:6379"],
+      /^selfheal: --redis must be a redis:\/\/ or rediss:\/\/ URL/,
+    ],
+    [
+      ["status", "--redis", "not a url"],
+      /^selfheal: --redis must be a redis:\/\/ or rediss:\/\/ URL, got "not a url"/,
+    ],
+    [
+      ["status", "--redis", "redis://127.0.0.1:6379/x"],
+      /^selfheal: --redis: the database must be a number/,
+    ],
+    [
+      ["status", "--redis", "redis://127.0.0.1:1", "--prefix", "a:b"],
+      /^selfheal: --prefix must be 1-64 letters/,
+    ],
+    [
+      ["status", "--redis", "redis://127.0.0.1:1", "--prefix", ""],
+      /^selfheal: --prefix must be 1-64 letters/,
+    ],
+    [
+      ["status", "--redis", "redis://127.0.0.1:1", "--agent", ""],
+      /^selfheal: --agent must not be empty/,
+    ],
+    [
+      ["status", "--redis", "redis://127.0.0.1:1", "extra"],
+      /^selfheal: Unexpected argument 'extra'/,
+    ],
+  ])("%j exits 2 with one line", async (args, message) => {
+    const out = await selfheal(args);
+    expect(out.status).toBe(2);
+    expect(out.stdout).toBe("");
+    expect(out.stderr).toMatch(message);
+    oneLine(out);
+  });
+
+  it("a bad URL's password is not echoed", async () => {
+    const out = await selfheal(["status", "--redis", "redis://:hunter2@127.0.0.1:6379/x"]);
+    expect(out.status).toBe(2);
+    expect(out.stderr).not.toContain("hunter2");
+  });
+
+  it("a port nothing listens on: exit 1, one line, at once", async () => {
+    const port = await freePort();
+    const out = await selfheal(["status", "--redis", `redis://:hunter2@127.0.0.1:${port}`]);
+    expect(out.status).toBe(1);
+    expect(out.stdout).toBe("");
+    expect(out.stderr).toMatch(/^selfheal: cannot read the fleet from redis:\/\/.*ECONNREFUSED/);
+    expect(out.stderr).not.toContain("hunter2");
+    oneLine(out);
+    expect(out.ms).toBeLessThan(5_000);
+  });
+
+  it("a server that accepts but never answers: exit 1, one line, within a few seconds", async () => {
+    const sockets = new Set<Socket>();
+    const server: Server = createServer((socket) => {
+      sockets.add(socket);
+      socket.on("error", () => undefined);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as { port: number };
+    try {
+      const out = await selfheal(["status", "--redis", `redis://127.0.0.1:${port}`, "--json"]);
+      expect(out.status).toBe(1);
+      expect(out.stdout).toBe("");
+      expect(out.stderr).toMatch(/^selfheal: cannot read the fleet from .*did not answer within/);
+      oneLine(out);
+      expect(out.ms).toBeLessThan(8_000);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it("is in the usage text and has its own --help", async () => {
+    const usage = await selfheal(["--help"]);
+    expect(usage.stdout).toMatch(/^ {2}status +The fleet's health from Redis/m);
+    const help = await selfheal(["status", "--help"]);
+    expect(help.status).toBe(0);
+    expect(help.stdout).toMatch(/^Usage: selfheal status --redis URL/);
+  });
+});
