@@ -45,6 +45,22 @@ interface Scope {
   ring: OutcomeRing;
   latest: UnknownSample[];
   alerting: boolean;
+  /** The fleet's counts for this scope, last heard (a shared store). */
+  fleet?: { total: number; hits: number };
+}
+
+/** Counts of a last-N window: events held, and how many were UNKNOWN. */
+export interface DriftCounts {
+  total: number;
+  hits: number;
+}
+
+/**
+ * The UNKNOWN share kept by a fleet (`selfheal/redis`): each diagnosis is pushed onto the fleet's
+ * last-N windows (the tool's and the agent's), whose counts come back with the push.
+ */
+export interface DriftSync {
+  push(tool: string, unknown: boolean): Promise<{ tool: DriftCounts; overall: DriftCounts }>;
 }
 
 /**
@@ -57,6 +73,7 @@ export class DriftDetector {
   constructor(
     private readonly options: DriftOptions,
     private readonly onDrift: (event: DriftEvent) => void,
+    private readonly sync?: DriftSync,
   ) {}
 
   record(tool: string, pattern: Pattern, text: string, at: number): void {
@@ -64,6 +81,20 @@ export class DriftDetector {
     const sample = unknown ? { at, tool, text } : undefined;
     this.update(undefined, unknown, sample);
     this.update(tool, unknown, sample);
+    if (!this.sync) return;
+    // The fleet's share decides once it is heard; until then (or with Redis away) this process's.
+    this.sync.push(tool, unknown).then(
+      (counts) => {
+        this.heard(undefined, counts.overall);
+        this.heard(tool, counts.tool);
+      },
+      () => {
+        // Redis away: this process's own counts decide again.
+        for (const scope of [this.scopes.get(undefined), this.scopes.get(tool)]) {
+          if (scope) delete scope.fleet;
+        }
+      },
+    );
   }
 
   /** Files the advisor's answer with the sample it is about (the same object in every scope). */
@@ -77,9 +108,13 @@ export class DriftDetector {
     return [...(this.scopes.get(tool)?.latest ?? [])];
   }
 
-  /** The current UNKNOWN share of one tool, or overall; undefined below the minimum sample count. */
+  /**
+   * The current UNKNOWN share of one tool, or overall (the fleet's, when shared); undefined below
+   * the minimum sample count.
+   */
   share(tool?: string): number | undefined {
-    const counts = this.scopes.get(tool)?.ring.counts();
+    const scope = this.scopes.get(tool);
+    const counts = scope?.fleet ?? scope?.ring.counts();
     if (!counts || counts.total < this.options.minSamples) return undefined;
     return counts.hits / counts.total;
   }
@@ -99,6 +134,19 @@ export class DriftDetector {
       scope.latest.push(sample);
       if (scope.latest.length > this.options.keepSamples) scope.latest.shift();
     }
+    this.evaluate(tool, scope);
+  }
+
+  /** Counts of the fleet came back: they decide from now on. */
+  private heard(tool: string | undefined, counts: DriftCounts): void {
+    const scope = this.scopes.get(tool);
+    if (!scope) return;
+    scope.fleet = counts;
+    this.evaluate(tool, scope);
+  }
+
+  /** Reports the crossing of the threshold, once per crossing. */
+  private evaluate(tool: string | undefined, scope: Scope): void {
     const share = this.share(tool);
     if (share === undefined) return;
     if (!scope.alerting && share > this.options.threshold) {
@@ -106,7 +154,7 @@ export class DriftDetector {
       this.onDrift({
         tool,
         share,
-        samples: scope.ring.counts().total,
+        samples: (scope.fleet ?? scope.ring.counts()).total,
         threshold: this.options.threshold,
         unknown: [...scope.latest],
       });

@@ -60,9 +60,13 @@ export class EngineState implements Engine {
         ...(options.statusPageFetch && { fetch: options.statusPageFetch }),
       }),
     });
-    this.drift = new DriftDetector(options.drift, (event) => {
-      this.events.emit("diagnoser-drift", { ...event, agent });
-    });
+    this.drift = new DriftDetector(
+      options.drift,
+      (event) => {
+        this.events.emit("diagnoser-drift", { ...event, agent });
+      },
+      options.store.fleet?.drift?.(agent, options.drift.window),
+    );
     this.breakers = new BreakerRegistry(
       recovery.breaker,
       (dependency, state) => {

@@ -3,11 +3,12 @@ import type { Redis } from "ioredis";
 import type { BreakerSync, BreakerVerdict } from "../recovery/breaker.js";
 import type { AlertGate } from "../notify/throttle.js";
 import type { BudgetSync } from "../recovery/budget.js";
+import type { DriftSync } from "../diagnosis/drift.js";
 import type { Claim, LedgerSync } from "../recovery/idempotency.js";
 import { hashKey } from "../telemetry/spans.js";
 import type { FleetSync } from "../fleet.js";
-import { breakerKeyPrefix, decodeName, encodeName, fleetTag } from "./keys.js";
-import { CLAIM, GATE, RELEASE } from "./scripts.js";
+import { AgentKeys, breakerKeyPrefix, decodeName, encodeName, fleetTag } from "./keys.js";
+import { CLAIM, DRIFT, GATE, RELEASE } from "./scripts.js";
 
 /** What the sync needs of the store: its client, whether Redis is away, its command timeout. */
 export interface SyncHost {
@@ -21,6 +22,13 @@ interface Scripts {
   selfhealGate(gate: string, count: string, periodMs: number): Promise<[number, number]>;
   selfhealClaim(result: string, marker: string, id: string, leaseMs: number): Promise<string[]>;
   selfhealRelease(marker: string, id: string): Promise<number>;
+  selfhealDrift(
+    key: string,
+    size: number,
+    ttlMs: number,
+    scope: string,
+    value: string,
+  ): Promise<[number, number, number, number]>;
 }
 
 /** How long a task's shared spend is kept after its last recovery attempt, ms. */
@@ -57,7 +65,7 @@ export class RedisFleetSync implements BreakerSync, AlertGate, LedgerSync, Budge
 
   constructor(
     private readonly host: SyncHost,
-    prefix: string,
+    private readonly prefix: string,
   ) {
     this.channel = `${prefix}:breakers`;
     this.tag = fleetTag(prefix);
@@ -200,6 +208,26 @@ export class RedisFleetSync implements BreakerSync, AlertGate, LedgerSync, Budge
     return Number(results?.[0]?.[1] ?? 0);
   }
 
+  drift(agent: string, window: number): DriftSync {
+    const key = `${new AgentKeys(this.prefix, agent).tag}:drift`;
+    const client = this.host.client as Redis & Scripts;
+    return {
+      push: async (tool, unknown) => {
+        if (this.host.degraded()) throw new Error("Redis is away");
+        const [total, hits, toolTotal, toolHits] = await this.host.timed(
+          client.selfhealDrift(
+            key,
+            window,
+            24 * 3_600_000,
+            `t:${encodeName(tool)}`,
+            unknown ? "1" : "0",
+          ),
+        );
+        return { overall: { total, hits }, tool: { total: toolTotal, hits: toolHits } };
+      },
+    };
+  }
+
   close(): void {
     this.subscriber?.disconnect();
     this.subscriber = undefined;
@@ -228,6 +256,7 @@ export class RedisFleetSync implements BreakerSync, AlertGate, LedgerSync, Budge
     client.defineCommand("selfhealGate", { numberOfKeys: 2, lua: GATE });
     client.defineCommand("selfhealClaim", { numberOfKeys: 2, lua: CLAIM });
     client.defineCommand("selfhealRelease", { numberOfKeys: 1, lua: RELEASE });
+    client.defineCommand("selfhealDrift", { numberOfKeys: 1, lua: DRIFT });
   }
 }
 

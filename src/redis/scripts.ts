@@ -94,3 +94,24 @@ export const RELEASE = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 0
 `;
+
+/**
+ * Pushes one diagnosis (1: UNKNOWN) onto an agent's last-N windows, the tool's and the overall
+ * one, and returns both windows' counts. KEYS: the hash; ARGV: size, ttl ms, tool scope, value.
+ * A running count of hits per scope (`scope|h`) avoids reading every slot.
+ */
+export const DRIFT = `
+local size = tonumber(ARGV[1])
+local function push(scope, v)
+  local n = redis.call('HINCRBY', KEYS[1], scope .. '|n', 1)
+  local slot = scope .. '|' .. ((n - 1) % size)
+  if redis.call('HGET', KEYS[1], slot) == '1' then redis.call('HINCRBY', KEYS[1], scope .. '|h', -1) end
+  redis.call('HSET', KEYS[1], slot, v)
+  if v == '1' then redis.call('HINCRBY', KEYS[1], scope .. '|h', 1) end
+  return {math.min(n, size), tonumber(redis.call('HGET', KEYS[1], scope .. '|h') or '0')}
+end
+local overall = push('a', ARGV[4])
+local tool = push(ARGV[3], ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return {overall[1], overall[2], tool[1], tool[2]}
+`;

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   FLEET_BREAKER,
   KEY_HEADER,
-  wallNow,
+  realtimeClock,
   WORKER_HEADER,
   type CallDone,
   type Charge,
@@ -31,7 +31,11 @@ const COMPLETE_MS = 10;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** One request the fake provider received (stamped with the engine's clock: wall-clock ms). */
+/** The clock every process reports on (see realtimeClock): the fake provider stamps with it. */
+const clock = realtimeClock();
+const { now } = clock;
+
+/** One request the fake provider received (stamped on the realtime clock, ms with a fraction). */
 interface Request {
   path: string;
   worker: number;
@@ -54,7 +58,7 @@ async function startProvider() {
     }, delayMs);
   };
   const server = await startServer((req: IncomingMessage, res: ServerResponse) => {
-    const at = wallNow();
+    const at = now();
     let body = "";
     req.on("data", (chunk: Buffer) => (body += chunk.toString()));
     req.on("end", () => {
@@ -215,7 +219,7 @@ describe.skipIf(!available)("three worker processes, one fleet, one fake provide
     const channel = `${PREFIX}:breakers`;
     for (const deadline = Date.now() + 5_000; ; await sleep(20)) {
       const [, listeners] = (await admin.pubsub("NUMSUB", channel)) as [string, number];
-      if (Number(listeners) === WORKERS) break;
+      if (listeners === WORKERS) break;
       if (Date.now() > deadline) throw new Error("the workers did not subscribe in time");
     }
     const spawnedMs = performance.now() - started;
@@ -225,7 +229,7 @@ describe.skipIf(!available)("three worker processes, one fleet, one fake provide
       requests.filter((r) => r.path === "/p1" && r.at >= from && r.at < to);
 
     // --- 1. p1 fails for worker 0 alone; its breaker opens; workers 1 and 2 never try p1. ---
-    const phase1 = wallNow();
+    const phase1 = now();
     const own: CallDone[] = [];
     while (!w0.lines.some(isEvent("open"))) {
       own.push(await w0.send<CallDone>({ cmd: "call" }));
@@ -262,7 +266,7 @@ describe.skipIf(!available)("three worker processes, one fleet, one fake provide
 
     // --- 2. p1 is back; past the open period all three call at once: one probe in the fleet. ---
     provider.state.p1Down = false;
-    const phase2 = wallNow();
+    const phase2 = now();
     const go = halfOpenAt + 50;
     const rounds = await Promise.all(
       workers.map((w) =>
@@ -306,7 +310,7 @@ describe.skipIf(!available)("three worker processes, one fleet, one fake provide
     expect(after.map((c) => c.provider)).toEqual(["p1", "p1", "p1"]);
 
     // --- 3. The same order charged by all three at the same moment: one charge. ---
-    const at = wallNow() + 200;
+    const at = now() + 200;
     const charged = await Promise.all(
       workers.map((w) => w.send<ChargeDone>({ cmd: "charge", order: "order-1", at })),
     );
@@ -343,6 +347,9 @@ describe.skipIf(!available)("three worker processes, one fleet, one fake provide
     console.info(
       JSON.stringify({
         spawnedMs: Math.round(spawnedMs),
+        // How far each worker's engine clock is from the test process's (ms): why all times here
+        // are on the realtime clock.
+        engineSkewMs: ready.map((r) => Math.round((r.offset - clock.offset) * 100) / 100),
         verdictLagMs: Math.round(verdictLagMs * 10) / 10,
         phase1Calls: own.length,
         prober,

@@ -302,3 +302,45 @@ describe.skipIf(!available)("a task's recovery budget shared by a fleet through 
     }
   }, 20_000);
 });
+
+describe.skipIf(!available)("the UNKNOWN share watched across a fleet", () => {
+  let redis: RunningRedis;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    await redis.stop();
+  });
+
+  it("two workers with too few diagnoses each: the fleet's count reports the drift", async () => {
+    const drifts: { worker: string; samples: number }[] = [];
+    const workers = ["a", "b"].map((name) => {
+      const store = redisStore({ url: redis.url, prefix: "drift1" });
+      const sh = createSelfHealing({
+        agent: "support",
+        store,
+        logger: { warn: () => undefined },
+        diagnosis: { drift: { minSamples: 20 } },
+        recovery: { unknown: "none" },
+      });
+      sh.on("diagnoser-drift", (e) => {
+        if (e.tool === undefined) drifts.push({ worker: name, samples: e.samples });
+      });
+      const odd = sh.tool("odd", { readOnly: true }, () => {
+        throw new Error("the flux capacitor hiccuped");
+      });
+      return { sh, store, odd };
+    });
+    await sleep(100);
+    for (let i = 0; i < 15; i++) {
+      for (const w of workers) await w.odd(undefined).catch(() => undefined);
+    }
+    await waitFor(() => drifts.length > 0);
+    // Neither worker alone had 20 diagnoses; the fleet had 30.
+    expect(Math.max(...drifts.map((d) => d.samples))).toBeGreaterThanOrEqual(20);
+    for (const w of workers) {
+      await w.sh.close();
+      await w.store.close();
+    }
+  }, 20_000);
+});
