@@ -1,4 +1,5 @@
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
+import { ioredis } from "./peer.js";
 import { systemClock } from "../clock.js";
 import { SelfHealConfigError } from "../errors.js";
 import { HealthEvaluator, type HealthReport } from "../health/evaluator.js";
@@ -48,7 +49,7 @@ export async function readFleet(options: ReadFleetOptions): Promise<FleetStatus>
   // (nor closes) is let go at once rather than after ioredis's 2 s disconnect grace.
   const client =
     options.client ??
-    new Redis(options.url ?? "", {
+    new (ioredis().Redis)(options.url ?? "", {
       lazyConnect: true,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,

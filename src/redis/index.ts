@@ -7,3 +7,4 @@
  */
 export { redisStore, RedisSignalStore, type RedisStoreOptions } from "./store.js";
 export { readFleet, type FleetStatus } from "./fleet.js";
+export type { MissingPeerError } from "./peer.js";

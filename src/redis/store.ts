@@ -1,4 +1,5 @@
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
+import { ioredis } from "./peer.js";
 import type { Clock } from "../clock.js";
 import { systemClock } from "../clock.js";
 import { SelfHealConfigError } from "../errors.js";
@@ -134,7 +135,7 @@ export class RedisSignalStore implements SignalStore {
     this.ownsClient = options.client === undefined;
     const client =
       options.client ??
-      new Redis(options.url ?? "", {
+      new (ioredis().Redis)(options.url ?? "", {
         // Fail fast while disconnected (the store falls back to memory) rather than queue.
         enableOfflineQueue: false,
         maxRetriesPerRequest: 0,

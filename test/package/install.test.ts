@@ -155,11 +155,12 @@ const core = require("selfheal");
 const testing = require("selfheal/testing");
 const notify = require("selfheal/notify");
 const otel = require("selfheal/otel");
-console.log([typeof core.createSelfHealing, typeof testing.FailureInjector, typeof notify.slackNotifier, typeof otel.startTelemetry].join(" "));
+const redis = require("selfheal/redis");
+console.log([typeof core.createSelfHealing, typeof testing.FailureInjector, typeof notify.slackNotifier, typeof otel.startTelemetry, typeof redis.redisStore].join(" "));
 `,
     });
     const required = await sh(process.execPath, ["require.js"], dir);
-    expect(required.stdout.trim()).toBe("function function function function");
+    expect(required.stdout.trim()).toBe("function function function function function");
     await sh(process.execPath, [TSC, "-p", "."], dir);
     expect(readFileSync(join(dir, "out/quickstart.js"), "utf8")).toContain('require("selfheal")');
     const { stdout } = await sh(process.execPath, ["out/quickstart.js"], dir, 20_000);
@@ -182,6 +183,24 @@ console.log([typeof core.createSelfHealing, typeof testing.FailureInjector, type
     expect(stdout).toContain("status: 'healthy'");
     expect(seen.slice(before)).toEqual(["/search?q=refund%20policy"]);
   }, 60_000);
+
+  it("selfheal/redis without ioredis: imports, then a clear error naming the install command", async (ctx) => {
+    if (unavailable) ctx.skip(unavailable);
+    const dir = project("redis", "module", {
+      "start.mjs": `
+import { redisStore } from "selfheal/redis";
+try {
+  redisStore({ url: "redis://127.0.0.1:1" });
+  console.log("made");
+} catch (e) {
+  console.log(e.code + "\\n" + e.message);
+}
+`,
+    });
+    const { stdout } = await sh(process.execPath, ["start.mjs"], dir);
+    expect(stdout).toContain("ERR_SELFHEAL_MISSING_PEER");
+    expect(stdout).toContain("npm i ioredis");
+  }, 30_000);
 
   it("selfheal/otel without its optional peers: a clear error naming them and the install command", async (ctx) => {
     if (unavailable) ctx.skip(unavailable);
