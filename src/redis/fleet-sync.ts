@@ -16,6 +16,8 @@ export interface SyncHost {
   readonly degraded: () => boolean;
   readonly timed: <T>(work: Promise<T>) => Promise<T>;
   readonly onTrouble: (error: unknown) => void;
+  /** Resolves when the client is connected (within the command timeout). */
+  readonly ready: () => Promise<void>;
 }
 
 interface Scripts {
@@ -77,7 +79,13 @@ export class RedisFleetSync implements BreakerSync, AlertGate, LedgerSync, Budge
     const message: Message = { from: this.id, dependency, verdict };
     const multi = this.host.client.multi();
     multi.set(this.stateKey(dependency), JSON.stringify(verdict), "PX", 24 * 3_600_000);
-    multi.del(this.leaseKey(dependency)); // the next half-open period may be leased at once
+    // The lease follows the verdict: held until an open period ends, so no worker can take it
+    // (and probe) before then; after a close it lapses on its own, so a worker that has not yet
+    // heard the close cannot take it and send a second probe.
+    if (verdict.open) {
+      const leaseMs = Math.max(1, Math.ceil(verdict.until - Date.now()));
+      multi.set(this.leaseKey(dependency), this.id, "PX", leaseMs);
+    }
     multi.publish(this.channel, JSON.stringify(message));
     this.host.timed(multi.exec()).catch((error: unknown) => {
       this.host.onTrouble(error);
@@ -135,6 +143,7 @@ export class RedisFleetSync implements BreakerSync, AlertGate, LedgerSync, Budge
   /** A worker that joins late takes the verdicts already standing (an open breaker, say). */
   private async catchUp(): Promise<void> {
     try {
+      await this.host.ready(); // the subscriber may be up before the main connection
       const standing = await readVerdicts(this.host.client, this.breakerPrefix, (w) =>
         this.host.timed(w),
       );

@@ -162,6 +162,7 @@ export class RedisSignalStore implements SignalStore {
         onTrouble: (error) => {
           this.trouble(error);
         },
+        ready: () => this.connected(),
       },
       this.prefix,
     );
