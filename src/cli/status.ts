@@ -57,9 +57,7 @@ function checkRedisUrl(text: string): string {
 
 /** Whether `error` says the optional peer ioredis is not installed. */
 const missingIoredis = (error: unknown) =>
-  error instanceof Error &&
-  (error as NodeJS.ErrnoException).code === "ERR_MODULE_NOT_FOUND" &&
-  error.message.includes("'ioredis'");
+  error instanceof Error && (error as { code?: unknown }).code === "ERR_SELFHEAL_MISSING_PEER";
 
 function formatValue(r: SignalReading): string {
   if (r.value === null) return "n/a";
@@ -94,6 +92,12 @@ export function renderStatus(fleet: FleetStatus, url: string): string {
               `${oneLine(b.dependency)} until ${new Date(b.until).toISOString()} (${b.opens} in a row)`,
           )
           .join(", ")}`,
+    fleet.throttledAlerts.length === 0
+      ? "alert throttles: none in force"
+      : `alert throttles: ${fleet.throttledAlerts
+          .map((t) => `${oneLine(t.kind)} (${Math.ceil(t.msLeft / 1000)} s left, ${t.held} held)`)
+          .join(", ")}`,
+    `task budgets: ${fleet.budgets.tasks} task(s) with recovery spend, $${fleet.budgets.totalUsd.toFixed(4)} in all, at most $${fleet.budgets.maxUsd.toFixed(4)}`,
   ];
   if (fleet.agents.length === 0) {
     lines.push("", `no agent has written under prefix "${fleet.prefix}"`);

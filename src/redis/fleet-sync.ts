@@ -7,7 +7,15 @@ import type { DriftSync } from "../diagnosis/drift.js";
 import type { Claim, LedgerSync } from "../recovery/idempotency.js";
 import { hashKey } from "../telemetry/spans.js";
 import type { FleetSync } from "../fleet.js";
-import { AgentKeys, breakerKeyPrefix, decodeName, encodeName, fleetTag } from "./keys.js";
+import {
+  AgentKeys,
+  alertKeyPrefix,
+  breakerKeyPrefix,
+  budgetKeyPrefix,
+  decodeName,
+  encodeName,
+  fleetTag,
+} from "./keys.js";
 import { CLAIM, DRIFT, GATE, RELEASE } from "./scripts.js";
 
 /** What the sync needs of the store: its client, whether Redis is away, its command timeout. */
@@ -163,7 +171,7 @@ export class RedisFleetSync implements BreakerSync, AlertGate, LedgerSync, Budge
   ): Promise<{ send: boolean; suppressed: number }> {
     if (this.host.degraded()) throw new Error("Redis is away"); // the escalator's own throttle
     const client = this.host.client as Redis & Scripts;
-    const gate = `${this.tag}:alert:${encodeName(kind)}`;
+    const gate = `${alertKeyPrefix(this.prefix)}${encodeName(kind)}`;
     const [send, suppressed] = await this.host.timed(
       client.selfhealGate(gate, `${gate}:held`, Math.max(1, Math.round(periodMs))),
     );
@@ -253,7 +261,7 @@ export class RedisFleetSync implements BreakerSync, AlertGate, LedgerSync, Budge
   }
 
   private budgetKey(taskId: string): string {
-    return `${this.tag}:budget:${hashKey(taskId)}`;
+    return `${budgetKeyPrefix(this.prefix)}${hashKey(taskId)}`;
   }
 
   private leaseKey(dependency: string): string {
@@ -292,12 +300,12 @@ function parseMessage(text: string): Message | undefined {
   }
 }
 
-/** The breaker verdicts standing in Redis under a key prefix, by dependency (SCAN, then MGET). */
-export async function readVerdicts(
+/** The keys under a prefix (SCAN; at most 10,000: a status tool, not an export). */
+export async function scanKeys(
   client: Redis,
   keyPrefix: string,
   timed: <T>(work: Promise<T>) => Promise<T>,
-): Promise<Map<string, BreakerVerdict>> {
+): Promise<string[]> {
   const keys: string[] = [];
   let cursor = "0";
   do {
@@ -305,6 +313,16 @@ export async function readVerdicts(
     cursor = next;
     keys.push(...found);
   } while (cursor !== "0" && keys.length < 10_000);
+  return keys;
+}
+
+/** The breaker verdicts standing in Redis under a key prefix, by dependency (SCAN, then MGET). */
+export async function readVerdicts(
+  client: Redis,
+  keyPrefix: string,
+  timed: <T>(work: Promise<T>) => Promise<T>,
+): Promise<Map<string, BreakerVerdict>> {
+  const keys = await scanKeys(client, keyPrefix, timed);
   const verdicts = new Map<string, BreakerVerdict>();
   if (keys.length === 0) return verdicts;
   const values = await timed(client.mget(...keys));

@@ -6,8 +6,15 @@ import { HealthEvaluator, type HealthReport } from "../health/evaluator.js";
 import type { SignalWindows } from "../health/store.js";
 import { DEFAULT_BASELINE_TAU_MS, DEFAULT_THRESHOLDS } from "../health/thresholds.js";
 import { describeThrown, redact } from "../telemetry/redact.js";
-import { readVerdicts } from "./fleet-sync.js";
-import { agentsKey, breakerKeyPrefix, checkPrefix, decodeName } from "./keys.js";
+import { readVerdicts, scanKeys } from "./fleet-sync.js";
+import {
+  agentsKey,
+  alertKeyPrefix,
+  breakerKeyPrefix,
+  budgetKeyPrefix,
+  checkPrefix,
+  decodeName,
+} from "./keys.js";
 import { RedisSignalStore } from "./store.js";
 
 /** What `selfheal status --redis` prints: each agent's health, computed from the fleet's buckets. */
@@ -17,6 +24,10 @@ export interface FleetStatus {
   agents: HealthReport[];
   /** The fleet's breakers that are open now, by dependency (the others are closed). */
   openBreakers: { dependency: string; until: number; opens: number }[];
+  /** Alert kinds throttled now: the period left, and how many alerts were held back in it. */
+  throttledAlerts: { kind: string; msLeft: number; held: number }[];
+  /** Tasks with recovery spend kept by the fleet (ids are hashed in Redis: counts and sums). */
+  budgets: { tasks: number; totalUsd: number; maxUsd: number };
 }
 
 export interface ReadFleetOptions {
@@ -92,12 +103,19 @@ export async function readFleet(options: ReadFleetOptions): Promise<FleetStatus>
       agents.push(await evaluator.current(at));
       if (store.isDegraded) throw new Error(degradedBy ?? "Redis could not be read");
     }
-    const verdicts = await readVerdicts(client, breakerKeyPrefix(prefix), (w) => w);
+    const verdicts = await readVerdicts(client, breakerKeyPrefix(prefix), direct);
     const openBreakers = [...verdicts]
       .filter(([, v]) => v.open && v.until > at)
       .map(([dependency, v]) => ({ dependency, until: Math.ceil(v.until), opens: v.opens }))
       .sort((a, b) => a.dependency.localeCompare(b.dependency));
-    fleet = { prefix, at, agents, openBreakers };
+    fleet = {
+      prefix,
+      at,
+      agents,
+      openBreakers,
+      throttledAlerts: await throttled(client, prefix),
+      budgets: await budgets(client, prefix),
+    };
   } catch (error) {
     stop();
     if (options.client) {
@@ -117,6 +135,29 @@ export async function readFleet(options: ReadFleetOptions): Promise<FleetStatus>
   await store.close();
   if (!options.client) client.disconnect();
   return fleet;
+}
+
+const direct = <T>(work: Promise<T>) => work;
+
+/** Alert kinds in their throttle period now, with the time left and the count held back. */
+async function throttled(client: Redis, prefix: string): Promise<FleetStatus["throttledAlerts"]> {
+  const keyPrefix = alertKeyPrefix(prefix);
+  const gates = (await scanKeys(client, keyPrefix, direct)).filter((k) => !k.endsWith(":held"));
+  const out: FleetStatus["throttledAlerts"] = [];
+  for (const gate of gates) {
+    const [msLeft, held] = await Promise.all([client.pttl(gate), client.get(`${gate}:held`)]);
+    if (msLeft <= 0) continue;
+    out.push({ kind: decodeName(gate.slice(keyPrefix.length)), msLeft, held: Number(held ?? 0) });
+  }
+  return out.sort((a, b) => a.kind.localeCompare(b.kind));
+}
+
+/** The tasks whose recovery spend the fleet keeps. */
+async function budgets(client: Redis, prefix: string): Promise<FleetStatus["budgets"]> {
+  const keys = await scanKeys(client, budgetKeyPrefix(prefix), direct);
+  const spends = keys.length ? (await client.mget(...keys)).map((v) => Number(v ?? 0)) : [];
+  const totalUsd = spends.reduce((a, b) => a + b, 0);
+  return { tasks: spends.length, totalUsd, maxUsd: Math.max(0, ...spends) };
 }
 
 /** The agents that wrote under the prefix, by name; or the one asked for, if it is one of them. */

@@ -55,3 +55,9 @@ export const fleetTag = (prefix: string): string => `${prefix}:{fleet}`;
 
 /** Where a dependency's standing breaker verdict is kept: this prefix, then the encoded name. */
 export const breakerKeyPrefix = (prefix: string): string => `${fleetTag(prefix)}:breaker:`;
+
+/** Where the alert gate of one kind is kept (`:held` after it: the count held back). */
+export const alertKeyPrefix = (prefix: string): string => `${fleetTag(prefix)}:alert:`;
+
+/** Where a task's shared recovery spend is kept (then the hashed task id). */
+export const budgetKeyPrefix = (prefix: string): string => `${fleetTag(prefix)}:budget:`;

@@ -87,18 +87,26 @@ describe.skipIf(!available)("selfheal status on a real redis-server (built CLI)"
     await redis.stop();
   });
 
-  it("lists the fleet's open breakers (and only those still open)", async () => {
+  it("lists the fleet's open breakers (only those still open), alert throttles and task budgets", async () => {
     const store = redisStore({ url: redis.url, prefix: "breakers" });
     store.recordCall({ agent: "a", tool: "t", outcome: "success", durationMs: 5 }, Date.now());
     await store.flush();
     const until = Date.now() + 60_000;
     store.fleet.publish("openai", { open: true, until, opens: 2, at: Date.now() });
     store.fleet.publish("anthropic", { open: false, until: 0, opens: 1, at: Date.now() });
+    await store.fleet.admit("billing/charge/AUTH", Date.now(), 60_000);
+    await store.fleet.admit("billing/charge/AUTH", Date.now(), 60_000); // held back
+    await store.fleet.add("task-1", 0.25);
+    await store.fleet.add("task-2", 0.5);
     await new Promise((resolve) => setTimeout(resolve, 100));
     await store.close();
     const out = await selfheal(["status", "--redis", redis.url, "--prefix", "breakers"]);
     expect(out.stdout).toContain(
       `breakers open: openai until ${new Date(Math.ceil(until)).toISOString()} (2 in a row)`,
+    );
+    expect(out.stdout).toMatch(/^alert throttles: billing\/charge\/AUTH \(60 s left, 1 held\)$/m);
+    expect(out.stdout).toContain(
+      "task budgets: 2 task(s) with recovery spend, $0.7500 in all, at most $0.5000",
     );
     const json = await selfheal(["status", "--redis", redis.url, "--prefix", "breakers", "--json"]);
     expect((JSON.parse(json.stdout) as { openBreakers: unknown[] }).openBreakers).toEqual([
