@@ -1,4 +1,7 @@
 import { spawn } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createServer, type Server, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { redisStore } from "../../src/redis/index.js";
@@ -40,23 +43,26 @@ const oneLine = (out: Run) => {
   expect(out.stderr).not.toMatch(/\n\s+at /);
 };
 
-/** A Node hook that makes `ioredis` unresolvable, as where the optional peer is not installed. */
-const HOOKS = `export async function resolve(specifier, context, next) {
-  if (specifier === "ioredis" || specifier.startsWith("ioredis/")) {
-    const error = new Error("Cannot find package 'ioredis' imported from " + context.parentURL);
-    error.code = "ERR_MODULE_NOT_FOUND";
+/**
+ * A preload that makes `ioredis` unresolvable, as where the optional peer is not installed
+ * (selfheal/redis loads it with require(), when a store is made).
+ */
+const PRELOAD = join(mkdtempSync(join(tmpdir(), "selfheal-no-ioredis-")), "no-ioredis.cjs");
+writeFileSync(
+  PRELOAD,
+  `const Module = require("node:module");
+const resolve = Module._resolveFilename;
+Module._resolveFilename = function (request, ...rest) {
+  if (request === "ioredis" || request.startsWith("ioredis/")) {
+    const error = new Error("Cannot find module 'ioredis'");
+    error.code = "MODULE_NOT_FOUND";
     throw error;
   }
-  return next(specifier, context);
-}`;
-const WITHOUT_IOREDIS = [
-  "--import",
-  `data:text/javascript,${encodeURIComponent(
-    `import { register } from "node:module"; register(${JSON.stringify(
-      `data:text/javascript,${encodeURIComponent(HOOKS)}`,
-    )});`,
-  )}`,
-];
+  return resolve.call(this, request, ...rest);
+};
+`,
+);
+const WITHOUT_IOREDIS = ["--require", PRELOAD];
 
 describe.skipIf(!available)("selfheal status on a real redis-server (built CLI)", () => {
   let redis: RunningRedis;
