@@ -1,7 +1,8 @@
 /**
  * Reads Stryker's JSON report (reports/mutation/mutation.json, written by `npm run mutate`) and
  * writes the committed summary, bench/results/mutation.json: mutant counts and score per folder
- * and overall.
+ * and overall; and bench/results/mutation-survivors.md: every mutant left alive (survived or not
+ * covered), by file and line, with its line of code: what the next round of tests should look at.
  *
  * score = (killed + timeout) / (killed + timeout + survived + no coverage), as Stryker counts it;
  * ignored mutants (static ones, with ignoreStatic) and compile/runtime errors are left out of it.
@@ -10,6 +11,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 
 const REPORT = new URL("../reports/mutation/mutation.json", import.meta.url);
 const OUT = new URL("results/mutation.json", import.meta.url);
+const SURVIVORS = new URL("results/mutation-survivors.md", import.meta.url);
 const GROUPS = ["src/recovery", "src/diagnosis", "src/engine", "src/telemetry/redact.ts"];
 
 type Status =
@@ -22,8 +24,15 @@ type Status =
   | "RuntimeError"
   | "Pending";
 
+interface Mutant {
+  status: Status;
+  mutatorName: string;
+  replacement?: string;
+  location: { start: { line: number; column: number } };
+}
+
 interface Report {
-  files: Record<string, { mutants: { status: Status }[] }>;
+  files: Record<string, { source: string; mutants: Mutant[] }>;
   framework?: { version?: string };
   config?: {
     ignoreStatic?: boolean;
@@ -104,3 +113,34 @@ for (const [group, c] of Object.entries(summary.folders)) {
   );
 }
 console.log(`wrote ${OUT.pathname}`);
+
+/** The mutants left alive, by file: the line as it was in the measured tree, and the change. */
+const alive = Object.entries(report.files)
+  .map(([name, file]) => {
+    const lines = file.source.split("\n");
+    const left = file.mutants
+      .filter((m) => m.status === "Survived" || m.status === "NoCoverage")
+      .sort((a, b) => a.location.start.line - b.location.start.line)
+      .map((m) => {
+        const { line, column } = m.location.start;
+        const code = (lines[line - 1] ?? "").trim().slice(0, 120);
+        const to = (m.replacement ?? "").replace(/\s+/g, " ").slice(0, 80);
+        const kind = m.status === "NoCoverage" ? "no coverage" : "survived";
+        return `- ${line}:${column} ${kind}, ${m.mutatorName}: \`${code}\` -> \`${to}\``;
+      });
+    return { name: name.replaceAll("\\", "/"), left };
+  })
+  .filter((f) => f.left.length > 0)
+  .sort((a, b) => b.left.length - a.left.length || a.name.localeCompare(b.name));
+writeFileSync(
+  SURVIVORS,
+  [
+    "# Mutants left alive (Stryker), by file",
+    "",
+    "Survived or not covered in the last `npm run mutate`; line numbers are those of the tree it ran on.",
+    "Some are equivalent (no observable difference); the rest are what the next tests should kill.",
+    ...alive.flatMap((f) => ["", `## ${f.name} (${f.left.length})`, "", ...f.left]),
+    "",
+  ].join("\n"),
+);
+console.log(`wrote ${SURVIVORS.pathname}`);
