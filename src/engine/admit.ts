@@ -55,12 +55,15 @@ export function openCall<A, R>(
   }
   const timeoutMs = call.timeoutMs ?? tool.options.timeoutMs;
   if (timeoutMs !== undefined) span.setAttribute(ATTR_CALL_TIMEOUT_MS, timeoutMs);
-  const deadlineMs = deadlineOf(
-    call.deadlineMs,
-    tool.options.deadlineMs,
-    options.recovery.deadlineMs,
-    timeoutMs,
-  );
+  const deadlineMs =
+    call.deadlineMs === undefined && call.timeoutMs === undefined
+      ? tool.deadlineMs
+      : deadlineOf(
+          call.deadlineMs,
+          tool.options.deadlineMs,
+          options.recovery.deadlineMs,
+          timeoutMs,
+        );
   const degraded = engine.degraded(report);
   // A span with no context of its own (nothing records, no parent) adds nothing to pass on:
   // building a context for it measured ~110 ns a call.

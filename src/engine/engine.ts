@@ -92,6 +92,8 @@ export interface ToolRuntime<A, R> {
   /** The same, with their breakers (looked up once, not per call). */
   readonly routes: readonly Route[];
   readonly labels: ToolMetricLabels;
+  /** A call's deadline when the caller sets neither its own deadline nor its timeout, ms. */
+  readonly deadlineMs: number;
   /**
    * The attributes a call's span starts with, by the health status it was admitted under: made
    * once, so a recording SDK checks one object per call rather than one more setAttribute.

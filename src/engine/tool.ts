@@ -54,6 +54,7 @@ import {
   type Answer,
 } from "./finish.js";
 import {
+  deadlineOf,
   validateCallOptions,
   type CallOptions,
   type ToolFunction,
@@ -149,6 +150,12 @@ function toolRuntime<A, R>(
     providers,
     routes,
     labels: engine.metrics.registerTool(name, isLlm ? (primary ?? "unknown") : undefined),
+    deadlineMs: deadlineOf(
+      undefined,
+      options.deadlineMs,
+      engine.options.recovery.deadlineMs,
+      options.timeoutMs,
+    ),
     attributes: {
       healthy: { ...attributes, [ATTR_HEALTH_STATUS]: "healthy" },
       warning: { ...attributes, [ATTR_HEALTH_STATUS]: "warning" },

@@ -30,6 +30,9 @@ interface AgentState {
 export class MemorySignalStore implements SignalStore {
   readonly windows: SignalWindows;
   private readonly agents = new Map<string, AgentState>();
+  /** The scope of the last call recorded: calls of one tool in a row skip two map lookups. */
+  private last:
+    { agentName: string; toolName: string; agent: AgentState; tool: ToolState } | undefined;
 
   constructor(windows: Partial<SignalWindows> = {}) {
     this.windows = { ...DEFAULT_WINDOWS, ...windows };
@@ -40,8 +43,17 @@ export class MemorySignalStore implements SignalStore {
     const failed = failedAttempts(record);
     // Blocked calls and calls failed fast by an open circuit reached no dependency: no signal.
     if (ok + failed === 0) return;
-    const agent = this.agent(record.agent);
-    const tool = this.tool(agent, record.tool);
+    let last = this.last;
+    if (last?.agentName !== record.agent || last.toolName !== record.tool) {
+      const agent = this.agent(record.agent);
+      last = this.last = {
+        agentName: record.agent,
+        toolName: record.tool,
+        agent,
+        tool: this.tool(agent, record.tool),
+      };
+    }
+    const { agent, tool } = last;
     tool.calls.add(now, ok, failed, record.durationMs);
     if (record.empty !== undefined) {
       tool.llm.add(record.empty);
