@@ -83,7 +83,8 @@ export class EngineState implements Engine {
       () =>
         this.health.last &&
         (this.degradedAt !== undefined || this.health.last.status === "critical"),
-      () => (options.store.onStateChange ? this.storeDegraded : undefined),
+      // 0 with a store that is not shared: it is never away.
+      () => this.storeDegraded,
     );
     this.stopStoreWatch = options.store.onStateChange?.((state) => {
       this.storeDegraded = state.degraded;

@@ -155,7 +155,7 @@ export const METRIC_HEALTH_STATUS = "selfheal_health_status";
 export const METRIC_CIRCUIT_STATE = "selfheal_circuit_state";
 /** 1 while the agent's write tools are refused (critical, or read-only after recovery), else 0. */
 export const METRIC_READ_ONLY = "selfheal_read_only";
-/** 1 while a shared signal store (Redis) is away and this worker runs on local memory, else 0. */
+/** 1 while a shared signal store (Redis) is away and this worker runs on local memory, else 0 (always 0 with the in-memory store). */
 export const METRIC_STORE_DEGRADED = "selfheal_store_degraded";
 export const METRIC_WATCHDOG_VERDICTS = "selfheal_watchdog_verdicts";
 export const METRIC_WATCHDOG_RECOVERIES = "selfheal_watchdog_recoveries";

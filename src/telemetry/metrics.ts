@@ -89,7 +89,6 @@ export class SelfHealMetrics {
     healthStatus: () => HealthStatus | undefined,
     circuits: () => [string, (typeof CIRCUIT_STATES)[number]][],
     readOnly: () => boolean | undefined,
-    /** Undefined for a store that is not shared (nothing to report). */
     storeDegraded: () => boolean | undefined,
   ) {
     const meter = (meterProvider ?? metrics.getMeterProvider()).getMeter(INSTRUMENTATION_SCOPE);

@@ -89,6 +89,25 @@ const ROWS: RowSpec[] = [
         max: 1,
       },
       {
+        title: "Shared store away (workers on local memory)",
+        description:
+          "selfheal_store_degraded: 1 while a worker's shared signal store (Redis, selfheal/redis) is away and the worker reads its own memory: health, breakers, the ledger and alert throttles are per process until Redis is back. Always 0 with the in-memory store.",
+        type: "state-timeline",
+        unit: "none",
+        targets: [
+          {
+            expr: `max by (agent) (selfheal_store_degraded{${A}})`,
+            legend: "{{agent}}",
+          },
+        ],
+        states: [
+          { value: 0, text: "shared", color: "green" },
+          { value: 1, text: "local only", color: "orange" },
+        ],
+        min: 0,
+        max: 1,
+      },
+      {
         title: "Tool-call success rate",
         description:
           "Calls that got an answer (outcome success or recovered) over calls made (blocked calls left out: they never ran). Health's success-rate signal warns under 80% and is critical under 50% (over its own 10 min window).",
