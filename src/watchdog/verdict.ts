@@ -1,0 +1,116 @@
+import type { Heartbeat } from "./heartbeat.js";
+import { readHeartbeat, type Unreadable } from "./reader.js";
+
+/** What the watchdog concludes about a run. */
+export type Verdict = "healthy" | "stalled" | "session_dead" | "context_bloat" | "unreadable";
+
+export interface Limits {
+  /** No heartbeat for this long: the session is dead, ms (default 30 s). */
+  deadMs: number;
+  /** `stepIdx` unmoved for this long: stalled, ms (default 90 s)... */
+  stallMs: number;
+  /** ...or this long in a given stage (a long tool call may be slow, not stuck), ms. */
+  stageStallMs: Readonly<Partial<Record<string, number>>>;
+  /** The model's context limit in tokens; no bloat verdict without it. */
+  tokenLimit: number | undefined;
+  /** Share of the token limit above which the context is bloated (default 0.92). */
+  bloatShare: number;
+  /** After the session starts, no stall verdict for this long, ms (default 60 s). */
+  graceMs: number;
+}
+
+export const DEFAULT_LIMITS: Limits = {
+  deadMs: 30_000,
+  stallMs: 90_000,
+  stageStallMs: {},
+  tokenLimit: undefined,
+  bloatShare: 0.92,
+  graceMs: 60_000,
+};
+
+export interface Evaluation {
+  verdict: Verdict;
+  /** Why, in a line a person reads. */
+  reason: string;
+}
+
+/**
+ * The verdict on one heartbeat at `now`, pure. Dead beats everything (nothing writes); then a
+ * bloated context (the run is alive but cannot go on); then a stall (alive, but its step has
+ * not moved for its stage's limit, outside the start-up grace); else healthy, however slowly it
+ * goes. `previous`, the last heartbeat seen, tells a new session (a rotation) from the old one.
+ */
+export function evaluate(
+  heartbeat: Heartbeat,
+  previous: Heartbeat | undefined,
+  now: number,
+  limits: Limits = DEFAULT_LIMITS,
+): Evaluation {
+  const seconds = (ms: number) => `${Math.round(ms / 1000)} s`;
+  const silent = now - heartbeat.at;
+  if (silent > limits.deadMs)
+    return {
+      verdict: "session_dead",
+      reason: `no heartbeat for ${seconds(silent)} (limit ${seconds(limits.deadMs)})`,
+    };
+  const { tokenLimit } = limits;
+  if (tokenLimit !== undefined && heartbeat.contextTokens !== undefined) {
+    const share = heartbeat.contextTokens / tokenLimit;
+    if (share > limits.bloatShare)
+      return {
+        verdict: "context_bloat",
+        reason: `context at ${Math.round(share * 100)}% of ${tokenLimit} tokens (limit ${Math.round(limits.bloatShare * 100)}%)`,
+      };
+  }
+  const stallLimit = limits.stageStallMs[heartbeat.stage] ?? limits.stallMs;
+  const still = now - heartbeat.stepAt;
+  const starting = now - heartbeat.startedAt < limits.graceMs;
+  if (!starting && still > stallLimit)
+    return {
+      verdict: "stalled",
+      reason: `step ${heartbeat.stepIdx} unmoved for ${seconds(still)} in stage ${heartbeat.stage} (limit ${seconds(stallLimit)})`,
+    };
+  const restarted = previous !== undefined && previous.startedAt !== heartbeat.startedAt;
+  return {
+    verdict: "healthy",
+    reason: restarted
+      ? `new session from step ${heartbeat.stepIdx}`
+      : `step ${heartbeat.stepIdx} in stage ${heartbeat.stage}`,
+  };
+}
+
+/**
+ * Reads a run's heartbeat file and judges it. A file that cannot be used (missing, empty,
+ * partial, garbage, future-dated) is read again on the next look: only `unreadableAfter` looks
+ * in a row (default 3) make it `unreadable`; until then the last verdict stands. One torn or
+ * odd read is never a verdict.
+ */
+export class HeartbeatWatcher {
+  private previous: Heartbeat | undefined;
+  private last: Evaluation = { verdict: "healthy", reason: "no heartbeat read yet" };
+  private failures = 0;
+
+  constructor(
+    private readonly file: string,
+    private readonly limits: Limits = DEFAULT_LIMITS,
+    private readonly unreadableAfter = 3,
+  ) {}
+
+  async look(now: number): Promise<Evaluation & { heartbeat?: Heartbeat; problem?: Unreadable }> {
+    const read = await readHeartbeat(this.file, now);
+    if (!read.ok) {
+      this.failures++;
+      if (this.failures >= this.unreadableAfter) {
+        this.last = {
+          verdict: "unreadable",
+          reason: `heartbeat ${read.problem} ${this.failures} times in a row (${read.detail})`,
+        };
+      }
+      return { ...this.last, problem: read.problem };
+    }
+    this.failures = 0;
+    this.last = evaluate(read.heartbeat, this.previous, now, this.limits);
+    this.previous = read.heartbeat;
+    return { ...this.last, heartbeat: read.heartbeat };
+  }
+}
