@@ -7,11 +7,12 @@ import { MemorySignalStore } from "../health/memory-store.js";
 import type { SignalStore } from "../health/store.js";
 import type { HealthThresholds, ThresholdOverrides } from "../health/thresholds.js";
 import { DEFAULT_MAX_TEXT_LENGTH, safeLogger } from "../telemetry/redact.js";
-import type { CompiledRule } from "../diagnosis/rules.js";
-import type { DriftOptions } from "../diagnosis/drift.js";
-import type { EscalateUnknown } from "../diagnosis/advisor.js";
 import { resolveHealth, type HealthOptions } from "./options/health.js";
-import { resolveDiagnosis, type DiagnosisOptions } from "./options/diagnosis.js";
+import {
+  resolveDiagnosis,
+  type DiagnosisOptions,
+  type ResolvedDiagnosis,
+} from "./options/diagnosis.js";
 import {
   resolveRecovery,
   type RecoveryOptions,
@@ -77,7 +78,7 @@ export interface SelfHealingOptions {
   logger?: Logger;
 }
 
-export interface ResolvedOptions {
+export interface ResolvedOptions extends ResolvedDiagnosis {
   agent: string;
   store: SignalStore;
   ownsStore: boolean;
@@ -88,14 +89,6 @@ export interface ResolvedOptions {
   toolThresholds: Record<string, ThresholdOverrides>;
   cacheMs: number;
   baselineTauMs: number;
-  rules: CompiledRule[];
-  statusPages: Record<string, string>;
-  statusPageTimeoutMs: number;
-  statusPageCacheMs: number;
-  drift: DriftOptions;
-  escalateUnknown: EscalateUnknown | undefined;
-  escalateTimeoutMs: number;
-  statusPageFetch: typeof fetch | undefined;
   recovery: ResolvedRecovery;
   recordArguments: boolean;
   recordResults: boolean;

@@ -8,17 +8,8 @@ import {
 } from "../../src/index.js";
 import { systemClock } from "../../src/clock.js";
 import { recordingProvider } from "../helpers/otel.js";
-import { virtualInstance } from "../helpers/engine.js";
+import { configError, virtualInstance } from "../helpers/engine.js";
 
-function configError(fn: () => unknown): SelfHealConfigError {
-  try {
-    fn();
-  } catch (e) {
-    if (isSelfHealConfigError(e)) return e;
-    throw e;
-  }
-  throw new Error("expected a SelfHealConfigError");
-}
 
 describe("bad options are refused at construction, naming the field", () => {
   const cases: [string, unknown, string][] = [

@@ -11,19 +11,9 @@ import {
 } from "../../src/index.js";
 import type { Alert, Notifier } from "../../src/notify/index.js";
 import { thrownFault } from "../../src/testing/index.js";
-import { virtualInstance } from "../helpers/engine.js";
+import { configError, virtualInstance } from "../helpers/engine.js";
 import { recordingProvider } from "../helpers/otel.js";
 
-/** The config error `fn` throws; fails the test when it throws anything else, or nothing. */
-function configError(fn: () => unknown): SelfHealConfigError {
-  try {
-    fn();
-  } catch (e) {
-    if (isSelfHealConfigError(e)) return e;
-    throw e;
-  }
-  throw new Error("expected a SelfHealConfigError");
-}
 
 /** Builds an instance from options on top of `{ agent: "a" }`, and closes it again. */
 function build(options: object): void {

@@ -1,4 +1,9 @@
-import { createSelfHealing, type SelfHealingOptions } from "../../src/index.js";
+import {
+  createSelfHealing,
+  isSelfHealConfigError,
+  type SelfHealConfigError,
+  type SelfHealingOptions,
+} from "../../src/index.js";
 import { PATTERNS } from "../../src/telemetry/conventions.js";
 import { VirtualClock } from "../../src/testing/index.js";
 
@@ -20,4 +25,15 @@ export function virtualInstance(options: Partial<SelfHealingOptions> = {}) {
     ...options,
   });
   return { sh, clock, warnings };
+}
+
+/** The config error `fn` throws; fails the test when it throws anything else, or nothing. */
+export function configError(fn: () => unknown): SelfHealConfigError {
+  try {
+    fn();
+  } catch (e) {
+    if (isSelfHealConfigError(e)) return e;
+    throw e;
+  }
+  throw new Error("expected a SelfHealConfigError");
 }
