@@ -10,7 +10,6 @@ import { systemClock } from "../../src/clock.js";
 import { recordingProvider } from "../helpers/otel.js";
 import { configError, virtualInstance } from "../helpers/engine.js";
 
-
 describe("bad options are refused at construction, naming the field", () => {
   const cases: [string, unknown, string][] = [
     ["no options", undefined, "options"],

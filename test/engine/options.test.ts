@@ -14,7 +14,6 @@ import { thrownFault } from "../../src/testing/index.js";
 import { configError, virtualInstance } from "../helpers/engine.js";
 import { recordingProvider } from "../helpers/otel.js";
 
-
 /** Builds an instance from options on top of `{ agent: "a" }`, and closes it again. */
 function build(options: object): void {
   const sh = createSelfHealing({ agent: "a", ...options });
