@@ -1,6 +1,7 @@
 /**
- * `selfheal/watchdog`: heartbeats of long agent runs and the verdicts on them. (The supervisor,
- * its recovery tiers and `selfheal watch` are still to come.)
+ * `selfheal/watchdog`: heartbeats of long agent runs, the verdicts on them, the agent's side of
+ * supervision (inbox, snapshot) and the pieces of the supervisor's tiers. (The supervisor loop
+ * and `selfheal watch` are still to come.)
  */
 export {
   heartbeat,
@@ -22,3 +23,20 @@ export {
   type Limits,
   type Verdict,
 } from "./verdict.js";
+export {
+  inboxFile,
+  sendToInbox,
+  snapshotFile,
+  SnapshotError,
+  Supervised,
+  supervised,
+  type InboxMessage,
+  type SupervisedOptions,
+} from "./agent.js";
+export {
+  DEFAULT_INTENSITY,
+  RestartIntensity,
+  type IntensityOptions,
+  type RestartDecision,
+} from "./intensity.js";
+export { headAndTail, type Summariser } from "./summarise.js";
