@@ -40,3 +40,10 @@ export {
   type RestartDecision,
 } from "./intensity.js";
 export { headAndTail, type Summariser } from "./summarise.js";
+export {
+  Supervisor,
+  type RunControl,
+  type SupervisorEvent,
+  type SupervisorOptions,
+  type Tier,
+} from "./supervisor.js";

@@ -1,0 +1,200 @@
+import { systemClock, type Clock } from "../clock.js";
+import { AlertThrottle } from "../notify/throttle.js";
+import { sendToInbox } from "./agent.js";
+import { heartbeatFile } from "./heartbeat.js";
+import { DEFAULT_INTENSITY, RestartIntensity, type IntensityOptions } from "./intensity.js";
+import { DEFAULT_LIMITS, HeartbeatWatcher, type Limits, type Verdict } from "./verdict.js";
+
+/** The recovery tiers, in the order they are tried. */
+export type Tier = "nudge" | "context_reset" | "rotation";
+const NEXT_TIER: Record<Tier, Tier> = {
+  nudge: "context_reset",
+  context_reset: "rotation",
+  rotation: "rotation",
+};
+/** Where recovery starts for each verdict: the least disruptive tier that can help. */
+const FIRST_TIER: Record<Exclude<Verdict, "healthy">, Tier> = {
+  stalled: "nudge",
+  context_bloat: "context_reset",
+  session_dead: "rotation",
+  unreadable: "rotation",
+};
+
+/** What the supervisor can do to the run's process (`selfheal watch` does it to its child). */
+export interface RunControl {
+  /** Tier 2: after the run was told to reset its context, restart it in place. */
+  restart(): Promise<void>;
+  /** Tier 3: end the run and start a new process, which restores the last snapshot. */
+  rotate(): Promise<void>;
+}
+
+export type SupervisorEvent =
+  | { kind: "verdict"; at: number; verdict: Verdict; reason: string }
+  | { kind: "tier"; at: number; tier: Tier; reason: string }
+  | { kind: "tier_result"; at: number; tier: Tier; outcome: "recovered" | "failed" }
+  | { kind: "gave_up"; at: number; reason: string };
+
+export interface SupervisorOptions {
+  stateDir: string;
+  sessionId: string;
+  control: RunControl;
+  limits?: Partial<Limits>;
+  /** How often the heartbeat is read, ms (default 5000). */
+  pollMs?: number;
+  /** How long each tier has to show progress (`stepIdx` moves), ms (defaults 15 s, 60 s, 60 s). */
+  proveMs?: Partial<Record<Tier, number>>;
+  /** Bounds rotations (default: 3 in 10 min, doubling backoff from 1 s). */
+  intensity?: Partial<IntensityOptions>;
+  /** Tells a person (a rotation, giving up); throttled per session and kind. */
+  notify?: (alert: { title: string; text: string }) => unknown;
+  /** One alert of a kind per session per period, ms (default 10 min). */
+  throttleMs?: number;
+  onEvent?: (event: SupervisorEvent) => void;
+  clock?: Clock;
+}
+
+const PROVE_MS: Record<Tier, number> = { nudge: 15_000, context_reset: 60_000, rotation: 60_000 };
+
+/**
+ * Watches one run and recovers it in tiers, each given time to prove progress: Tier 1 nudges it
+ * through its inbox; Tier 2 has it reset its context, then restarts it; Tier 3 rotates it to a
+ * new process that resumes from its snapshot (a person is told). Rotations are bounded by the
+ * restart intensity; past it the supervisor gives up, says so once, and stops.
+ */
+export class Supervisor {
+  private readonly watcher: HeartbeatWatcher;
+  private readonly clock: Clock;
+  private readonly intensity: RestartIntensity;
+  private readonly throttle: AlertThrottle;
+  private readonly prove: Record<Tier, number>;
+  private lastVerdict: Verdict | undefined;
+  private lastStep = -1;
+  /** The tier at work: the step it started from, when it must have shown progress. */
+  private pending:
+    { tier: Tier; fromStep: number; until: number; rotateAt?: number; reason: string } | undefined;
+  private cancelTimer: (() => void) | undefined;
+  private stopped = false;
+  private gaveUp = false;
+
+  constructor(private readonly options: SupervisorOptions) {
+    this.clock = options.clock ?? systemClock;
+    this.watcher = new HeartbeatWatcher(heartbeatFile(options.stateDir, options.sessionId), {
+      ...DEFAULT_LIMITS,
+      ...options.limits,
+    });
+    this.intensity = new RestartIntensity({ ...DEFAULT_INTENSITY, ...options.intensity });
+    this.throttle = new AlertThrottle(options.throttleMs ?? 10 * 60_000);
+    this.prove = { ...PROVE_MS, ...options.proveMs };
+  }
+
+  /** Whether it gave up (the intensity limit was reached). */
+  get givenUp(): boolean {
+    return this.gaveUp;
+  }
+
+  /** Polls every `pollMs` until stop() or giving up. */
+  start(): void {
+    const pollMs = this.options.pollMs ?? 5_000;
+    const schedule = () => {
+      if (this.stopped) return;
+      this.cancelTimer = this.clock.setTimer(pollMs, () => {
+        void this.tick().finally(schedule);
+      });
+    };
+    schedule();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.cancelTimer?.();
+  }
+
+  /** One look at the heartbeat, and what follows from it. */
+  async tick(): Promise<void> {
+    if (this.stopped) return;
+    const now = this.clock.now();
+    const seen = await this.watcher.look(now);
+    if (seen.verdict !== this.lastVerdict) {
+      this.lastVerdict = seen.verdict;
+      this.emit({ kind: "verdict", at: now, verdict: seen.verdict, reason: seen.reason });
+    }
+    const step = seen.heartbeat?.stepIdx;
+    const moved = step !== undefined && step > (this.pending?.fromStep ?? this.lastStep);
+    if (step !== undefined) this.lastStep = Math.max(this.lastStep, step);
+    if (this.pending?.rotateAt !== undefined) {
+      if (now < this.pending.rotateAt) return; // the rotation's backoff
+      await this.rotate(this.pending.reason, now);
+      return;
+    }
+    if (this.pending) {
+      if (moved && seen.verdict === "healthy") {
+        this.emit({ kind: "tier_result", at: now, tier: this.pending.tier, outcome: "recovered" });
+        this.pending = undefined;
+        return;
+      }
+      if (now < this.pending.until) return; // still proving
+      this.emit({ kind: "tier_result", at: now, tier: this.pending.tier, outcome: "failed" });
+      await this.run(NEXT_TIER[this.pending.tier], `${this.pending.tier} did not help`, now);
+      return;
+    }
+    if (seen.verdict !== "healthy") await this.run(FIRST_TIER[seen.verdict], seen.reason, now);
+  }
+
+  private async run(tier: Tier, reason: string, now: number): Promise<void> {
+    const { stateDir, sessionId, control } = this.options;
+    if (tier === "rotation") {
+      const decision = this.intensity.next(now);
+      if (!decision.restart) {
+        this.gaveUp = true;
+        this.pending = undefined;
+        this.emit({ kind: "gave_up", at: now, reason: decision.reason });
+        this.alert("gave_up", `supervision of ${sessionId} gave up`, decision.reason, now);
+        this.stop();
+        return;
+      }
+      this.emit({ kind: "tier", at: now, tier, reason });
+      // After its backoff, on a later look: a look never waits.
+      const rotateAt = now + decision.waitMs;
+      this.pending = { tier, fromStep: this.lastStep, until: rotateAt, rotateAt, reason };
+      if (decision.waitMs <= 0) await this.rotate(reason, now);
+      return;
+    } else {
+      this.emit({ kind: "tier", at: now, tier, reason });
+      const text =
+        tier === "nudge" ? `selfheal: ${reason}; carry on with your next step` : undefined;
+      await sendToInbox(stateDir, sessionId, { kind: tier, at: now, ...(text && { text }) });
+      if (tier === "context_reset") await control.restart();
+    }
+    this.pending = { tier, fromStep: this.lastStep, until: now + this.prove[tier], reason };
+  }
+
+  /** Tier 3 itself, once its backoff is over. */
+  private async rotate(reason: string, now: number): Promise<void> {
+    await this.options.control.rotate();
+    this.alert("rotation", `${this.options.sessionId} was rotated`, reason, now);
+    this.pending = {
+      tier: "rotation",
+      fromStep: this.lastStep,
+      until: now + this.prove.rotation,
+      reason,
+    };
+  }
+
+  /** Tells a person, at most once per kind and period for this session. */
+  private alert(kind: string, title: string, text: string, now: number): void {
+    const { send, suppressed } = this.throttle.admit(`${this.options.sessionId}/${kind}`, now);
+    if (!send) return;
+    const more = suppressed > 0 ? ` (${suppressed} more since the last alert)` : "";
+    void Promise.resolve()
+      .then(() => this.options.notify?.({ title, text: text + more }))
+      .catch(() => undefined); // a failing notifier never stops supervision
+  }
+
+  private emit(event: SupervisorEvent): void {
+    try {
+      this.options.onEvent?.(event);
+    } catch {
+      // A listener that throws must not stop supervision.
+    }
+  }
+}

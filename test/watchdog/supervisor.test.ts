@@ -1,0 +1,155 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { VirtualClock } from "../../src/testing/index.js";
+import {
+  heartbeat,
+  supervised,
+  Supervisor,
+  type SupervisorEvent,
+} from "../../src/watchdog/index.js";
+
+const root = mkdtempSync(join(tmpdir(), "selfheal-supervisor-"));
+let n = 0;
+afterAll(() => {
+  rmSync(root, { recursive: true, force: true });
+});
+
+/**
+ * A run on virtual time, as the supervisor sees it through its files: `stepping` moves its step
+ * on each beat, `beating` keeps its heartbeat going, neither: dead. `restart` and `rotate` are
+ * what the supervisor does to it; `onRestart`/`onRotate` say how the run behaves afterwards.
+ */
+function setup(
+  behaviour: { afterRestart?: "steps" | "stuck"; afterRotate?: "steps" | "dead" } = {},
+  options: { tokenLimit?: number } = {},
+) {
+  const clock = new VirtualClock();
+  const stateDir = join(root, `d${n++}`);
+  const sessionId = "night";
+  const run = {
+    writer: heartbeat({ stateDir, sessionId, clock, minIntervalMs: 0 }),
+    step: 0,
+    stepping: true,
+    beating: true,
+    tokens: 1_000,
+  };
+  const actions: string[] = [];
+  const alerts: string[] = [];
+  const events: SupervisorEvent[] = [];
+  const sv = new Supervisor({
+    stateDir,
+    sessionId,
+    clock,
+    limits: {
+      graceMs: 0,
+      ...(options.tokenLimit !== undefined && { tokenLimit: options.tokenLimit }),
+    },
+    intensity: { maxRestarts: 3, periodMs: 10 * 60_000, baseBackoffMs: 1_000, maxBackoffMs: 4_000 },
+    control: {
+      restart: () => {
+        actions.push("restart");
+        if (behaviour.afterRestart === "steps") run.stepping = true;
+        run.tokens = 1_000;
+        return Promise.resolve();
+      },
+      rotate: () => {
+        actions.push("rotate");
+        // A new process, a new session start, resuming from the last step (its snapshot).
+        run.writer = heartbeat({ stateDir, sessionId, clock, minIntervalMs: 0 });
+        run.beating = behaviour.afterRotate !== "dead";
+        run.stepping = behaviour.afterRotate === "steps";
+        return Promise.resolve();
+      },
+    },
+    notify: (alert) => {
+      alerts.push(alert.title);
+    },
+    onEvent: (e) => events.push(e),
+  });
+  const agent = supervised({ stateDir, sessionId, clock, pollMs: 60 * 60_000 });
+  const nudges: string[] = [];
+  agent.onNudge((m) => {
+    nudges.push(m.text ?? "");
+  });
+  /** Five seconds of the run (a beat), then one look by the supervisor. */
+  const second5 = async () => {
+    if (run.beating) {
+      if (run.stepping) run.step++;
+      await run.writer.beat({ stage: "planning", stepIdx: run.step, contextTokens: run.tokens });
+    }
+    await sv.tick();
+    await clock.advance(5_000);
+  };
+  const tiers = () => events.flatMap((e) => (e.kind === "tier" ? [e.tier] : []));
+  const results = () =>
+    events.flatMap((e) => (e.kind === "tier_result" ? [`${e.tier}:${e.outcome}`] : []));
+  return { run, sv, agent, nudges, actions, alerts, events, second5, tiers, results };
+}
+
+describe("the supervisor's tiers", () => {
+  it("a healthy run is left alone", async () => {
+    const t = setup();
+    for (let i = 0; i < 40; i++) await t.second5();
+    expect(t.tiers()).toEqual([]);
+    expect(t.events.flatMap((e) => (e.kind === "verdict" ? [e.verdict] : []))).toEqual(["healthy"]);
+  });
+
+  it("stalled: a nudge, and the run goes on (Tier 1 recovers it)", async () => {
+    const t = setup();
+    for (let i = 0; i < 4; i++) await t.second5();
+    t.run.stepping = false; // frozen before an LLM call, still beating
+    for (let i = 0; i < 20; i++) await t.second5(); // 100 s: past the 90 s stall limit
+    expect(t.tiers()).toEqual(["nudge"]);
+    await t.agent.poll();
+    expect(t.nudges[0]).toMatch(/unmoved .* carry on/);
+    t.run.stepping = true; // the nudge worked
+    await t.second5();
+    expect(t.results()).toEqual(["nudge:recovered"]);
+    expect(t.actions).toEqual([]);
+  });
+
+  it("frozen hard: the nudge fails, a context reset and restart recover it (Tier 2)", async () => {
+    const t = setup({ afterRestart: "steps" });
+    t.run.stepping = false;
+    for (let i = 0; i < 25; i++) await t.second5();
+    expect(t.tiers()).toEqual(["nudge", "context_reset"]);
+    expect(t.actions).toEqual(["restart"]);
+    expect(t.results()).toEqual(["nudge:failed", "context_reset:recovered"]);
+  });
+
+  it("context bloat goes straight to a context reset", async () => {
+    const t = setup({ afterRestart: "steps" }, { tokenLimit: 10_000 });
+    await t.second5();
+    t.run.tokens = 9_500; // 95% of the limit
+    for (let i = 0; i < 3; i++) await t.second5();
+    expect(t.tiers()).toEqual(["context_reset"]);
+    expect(t.results()).toEqual(["context_reset:recovered"]);
+  });
+
+  it("dead: rotated to a new process that resumes from its step, and a person is told (Tier 3)", async () => {
+    const t = setup({ afterRotate: "steps" });
+    for (let i = 0; i < 3; i++) await t.second5();
+    const before = t.run.step;
+    t.run.beating = false; // the process died
+    for (let i = 0; i < 10; i++) await t.second5();
+    expect(t.tiers()).toEqual(["rotation"]);
+    expect(t.actions).toEqual(["rotate"]);
+    expect(t.results()).toEqual(["rotation:recovered"]);
+    expect(t.run.step).toBeGreaterThan(before); // it went on from where it was
+    expect(t.alerts).toEqual(["night was rotated"]);
+  });
+
+  it("a crash loop: rotations back off, stop at the intensity limit, and page once each", async () => {
+    const t = setup({ afterRotate: "dead" });
+    await t.second5();
+    t.run.beating = false;
+    for (let i = 0; i < 80; i++) await t.second5();
+    expect(t.actions).toEqual(["rotate", "rotate", "rotate"]);
+    expect(t.events.some((e) => e.kind === "gave_up")).toBe(true);
+    expect(t.sv.givenUp).toBe(true);
+    // Three rotations within minutes: one rotation alert, and one that it gave up.
+    expect(t.alerts).toEqual(["night was rotated", "supervision of night gave up"]);
+  });
+});
