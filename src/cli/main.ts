@@ -18,6 +18,7 @@ import { SCENARIOS } from "../sim/scenarios.js";
 import { escapeControl, oneLine } from "../telemetry/redact.js";
 import { CommandFailedError, UsageError } from "./errors.js";
 import { status } from "./status.js";
+import { watch } from "./watch.js";
 
 const USAGE = `Usage: selfheal <command> [options]
 
@@ -25,6 +26,7 @@ Commands:
   demo      Play an incident on virtual time and watch selfheal heal the agent
   report    The weekly review of a recovery event log (recovery.eventLog JSONL)
   status    The fleet's health from Redis: selfheal status --redis URL [--agent NAME] [--json]
+  watch     Run an agent and supervise it: selfheal watch --state-dir DIR -- COMMAND ARGS
 
 Run "selfheal <command> --help" for its options; "selfheal --version" prints the version.`;
 
@@ -376,7 +378,8 @@ async function main(argv: string[]): Promise<void> {
   if (command === "demo") return demo(rest);
   if (command === "report") return report(rest);
   if (command === "status") return status(rest);
-  throw new UsageError(`unknown command "${command}" (known: demo, report, status)`);
+  if (command === "watch") return watch(rest);
+  throw new UsageError(`unknown command "${command}" (known: demo, report, status, watch)`);
 }
 
 // A closed stdout (`selfheal demo | head -1`) is the reader saying it has seen enough.

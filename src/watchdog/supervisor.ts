@@ -74,6 +74,9 @@ export class Supervisor {
     { tier: Tier; fromStep: number; until: number; rotateAt?: number; reason: string } | undefined;
   private cancelTimer: (() => void) | undefined;
   private stopped = false;
+  /** When the run's process last started (supervision, a restart, a rotation). */
+  private launchedAt: number;
+  private readonly deadMs: number;
   private gaveUp = false;
 
   constructor(private readonly options: SupervisorOptions) {
@@ -85,6 +88,8 @@ export class Supervisor {
     this.intensity = new RestartIntensity({ ...DEFAULT_INTENSITY, ...options.intensity });
     this.throttle = new AlertThrottle(options.throttleMs ?? 10 * 60_000);
     this.prove = { ...PROVE_MS, ...options.proveMs };
+    this.launchedAt = this.clock.now();
+    this.deadMs = options.limits?.deadMs ?? DEFAULT_LIMITS.deadMs;
   }
 
   /** Whether it gave up (the intensity limit was reached). */
@@ -118,6 +123,11 @@ export class Supervisor {
       this.lastVerdict = seen.verdict;
       this.emit({ kind: "verdict", at: now, verdict: seen.verdict, reason: seen.reason });
     }
+    // A process just started has the dead limit to write its first beat: until then a missing
+    // file, or the last process's stale one, says nothing about it.
+    const starting = now - this.launchedAt < this.deadMs;
+    const stale = seen.heartbeat !== undefined && seen.heartbeat.at < this.launchedAt;
+    if (starting && (seen.problem !== undefined || stale)) return;
     const step = seen.heartbeat?.stepIdx;
     const moved = step !== undefined && step > (this.pending?.fromStep ?? this.lastStep);
     if (step !== undefined) this.lastStep = Math.max(this.lastStep, step);
@@ -138,6 +148,18 @@ export class Supervisor {
       return;
     }
     if (seen.verdict !== "healthy") await this.run(FIRST_TIER[seen.verdict], seen.reason, now);
+  }
+
+  /**
+   * The run's process ended on its own with a failure: dead now, without waiting for its
+   * heartbeat to go stale. Rotated (within the restart intensity).
+   */
+  async processDied(reason: string): Promise<void> {
+    if (this.stopped || this.pending?.rotateAt !== undefined) return;
+    const now = this.clock.now();
+    this.emit({ kind: "verdict", at: now, verdict: "session_dead", reason });
+    this.lastVerdict = "session_dead";
+    await this.run("rotation", reason, now);
   }
 
   private async run(tier: Tier, reason: string, now: number): Promise<void> {
@@ -163,7 +185,10 @@ export class Supervisor {
       const text =
         tier === "nudge" ? `selfheal: ${reason}; carry on with your next step` : undefined;
       await sendToInbox(stateDir, sessionId, { kind: tier, at: now, ...(text && { text }) });
-      if (tier === "context_reset") await control.restart();
+      if (tier === "context_reset") {
+        await control.restart();
+        this.launchedAt = this.clock.now();
+      }
     }
     this.pending = { tier, fromStep: this.lastStep, until: now + this.prove[tier], reason };
   }
@@ -171,6 +196,7 @@ export class Supervisor {
   /** Tier 3 itself, once its backoff is over. */
   private async rotate(reason: string, now: number): Promise<void> {
     await this.options.control.rotate();
+    this.launchedAt = this.clock.now();
     this.alert("rotation", `${this.options.sessionId} was rotated`, reason, now);
     this.pending = {
       tier: "rotation",

@@ -1,0 +1,224 @@
+/**
+ * `selfheal watch --state-dir DIR [options] -- COMMAND ARGS`: runs an agent as a child process
+ * and supervises it through its heartbeat (selfheal/watchdog): verdicts and tiers are printed as
+ * they happen, signals are passed on, and the exit code is the child's, or 3 when supervision gave
+ * up. `--once [--json]` prints one verdict of a session and exits.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { systemClock } from "../clock.js";
+import { heartbeatFile } from "../watchdog/heartbeat.js";
+import { readHeartbeat } from "../watchdog/reader.js";
+import { Supervisor, type SupervisorEvent } from "../watchdog/supervisor.js";
+import { DEFAULT_LIMITS, evaluate, type Limits } from "../watchdog/verdict.js";
+import { UsageError } from "./errors.js";
+
+export const WATCH_USAGE = `Usage: selfheal watch --state-dir DIR [options] -- COMMAND [ARGS...]
+       selfheal watch --state-dir DIR --once [--json]
+
+Runs COMMAND (an agent that beats with selfheal/watchdog's supervised()) and supervises it:
+a stall is nudged, a bloated or frozen context is reset and the agent restarted, a dead agent is
+rotated to a new process that restores its snapshot. The child gets SELFHEAL_STATE_DIR and
+SELFHEAL_SESSION_ID. Exit code: the child's, or 3 when supervision gave up.
+
+Options:
+  --state-dir DIR     where the heartbeat, inbox and snapshot live (required)
+  --session ID        the session id (default agent)
+  --token-limit N     the model's context limit, for the bloat verdict
+  --poll-ms MS        how often the heartbeat is read (default 5000)
+  --dead-ms MS        no heartbeat this long: dead (default 30000)
+  --stall-ms MS       step unmoved this long: stalled (default 90000)
+  --grace-ms MS       no stall verdict this long after start (default 60000)
+  --prove-ms MS       time each tier has to show progress (default 15000, 60000, 60000)
+  --once              print one verdict and exit
+  --json              with --once: as JSON
+  -h, --help          this help`;
+
+/** A whole number of ms from a flag, or undefined when the flag is absent. */
+function ms(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n < 0)
+    throw new UsageError(`--${flag} must be a whole number of ms, got "${value}"`);
+  return n;
+}
+
+export async function watch(argv: string[]): Promise<void> {
+  const split = argv.indexOf("--");
+  const own = split === -1 ? argv : argv.slice(0, split);
+  const command = split === -1 ? [] : argv.slice(split + 1);
+  const { values } = parseArgs({
+    args: own,
+    options: {
+      "state-dir": { type: "string" },
+      session: { type: "string", default: "agent" },
+      "token-limit": { type: "string" },
+      "poll-ms": { type: "string" },
+      "dead-ms": { type: "string" },
+      "stall-ms": { type: "string" },
+      "grace-ms": { type: "string" },
+      "prove-ms": { type: "string" },
+      once: { type: "boolean", default: false },
+      json: { type: "boolean", default: false },
+      help: { type: "boolean", short: "h", default: false },
+    },
+  });
+  if (values.help) {
+    console.log(WATCH_USAGE);
+    return;
+  }
+  const stateDir = values["state-dir"];
+  if (!stateDir) throw new UsageError("watch needs --state-dir DIR");
+  const tokens = values["token-limit"];
+  const tokenLimit = tokens === undefined ? undefined : Number(tokens);
+  if (tokenLimit !== undefined && !(Number.isSafeInteger(tokenLimit) && tokenLimit > 0))
+    throw new UsageError(`--token-limit must be a positive whole number, got "${tokens}"`);
+  const limits: Limits = {
+    ...DEFAULT_LIMITS,
+    tokenLimit,
+    deadMs: ms(values["dead-ms"], "dead-ms") ?? DEFAULT_LIMITS.deadMs,
+    stallMs: ms(values["stall-ms"], "stall-ms") ?? DEFAULT_LIMITS.stallMs,
+    graceMs: ms(values["grace-ms"], "grace-ms") ?? DEFAULT_LIMITS.graceMs,
+  };
+  const session = values.session;
+  if (values.once) return once(stateDir, session, limits, values.json);
+  if (command.length === 0) throw new UsageError("watch needs the agent's command after --");
+  try {
+    mkdirSync(stateDir, { recursive: true });
+  } catch (error) {
+    throw new UsageError(
+      `cannot use --state-dir ${stateDir}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
+    );
+  }
+  const prove = ms(values["prove-ms"], "prove-ms");
+  process.exitCode = await supervise(command, stateDir, session, limits, {
+    pollMs: ms(values["poll-ms"], "poll-ms") ?? 5_000,
+    ...(prove !== undefined && {
+      proveMs: { nudge: prove, context_reset: prove, rotation: prove },
+    }),
+  });
+}
+
+async function once(
+  stateDir: string,
+  session: string,
+  limits: Limits,
+  json: boolean,
+): Promise<void> {
+  const now = systemClock.now();
+  const read = await readHeartbeat(heartbeatFile(stateDir, session), now);
+  const result = read.ok
+    ? {
+        session,
+        ...evaluate(read.heartbeat, undefined, now, limits),
+        stepIdx: read.heartbeat.stepIdx,
+      }
+    : { session, verdict: "unreadable", reason: `heartbeat ${read.problem}: ${read.detail}` };
+  console.log(json ? JSON.stringify(result) : `${session}: ${result.verdict} (${result.reason})`);
+}
+
+/** Runs the child under a supervisor; resolves with the exit code watch should end with. */
+function supervise(
+  command: string[],
+  stateDir: string,
+  sessionId: string,
+  limits: Limits,
+  options: { pollMs: number; proveMs?: { nudge: number; context_reset: number; rotation: number } },
+): Promise<number> {
+  const [file = "", ...args] = command;
+  const say = (line: string) => process.stderr.write(`selfheal watch: ${line}\n`);
+  let child: ChildProcess | undefined;
+  let replacing = false;
+  return new Promise<number>((resolve) => {
+    const launch = () => {
+      const proc = spawn(file, args, {
+        stdio: "inherit",
+        env: { ...process.env, SELFHEAL_STATE_DIR: stateDir, SELFHEAL_SESSION_ID: sessionId },
+      });
+      child = proc;
+      proc.once("error", (error) => {
+        say(`cannot start ${file}: ${error.message}`);
+        finish(127);
+      });
+      proc.once("exit", (code, signal) => {
+        if (child !== proc || replacing) return; // one we ended to replace it
+        if (code === 0) {
+          finish(0);
+          return;
+        }
+        const how = signal ? `signal ${signal}` : `code ${code ?? "?"}`;
+        void supervisor.processDied(`the agent exited with ${how}`);
+      });
+    };
+    /** Ends the running child (SIGTERM, then SIGKILL after 2 s) and starts a new one. */
+    const replace = async () => {
+      replacing = true;
+      const proc = child;
+      if (proc && proc.exitCode === null && proc.signalCode === null) {
+        const gone = new Promise((done) => proc.once("exit", done));
+        proc.kill("SIGTERM");
+        const timer = setTimeout(() => proc.kill("SIGKILL"), 2_000);
+        await gone;
+        clearTimeout(timer);
+      }
+      replacing = false;
+      launch();
+    };
+    const supervisor = new Supervisor({
+      stateDir,
+      sessionId,
+      limits,
+      pollMs: options.pollMs,
+      ...(options.proveMs && { proveMs: options.proveMs }),
+      control: { restart: replace, rotate: replace },
+      notify: (alert) => say(`alert: ${alert.title}: ${alert.text}`),
+      onEvent: (event) => {
+        say(describe(event));
+        if (event.kind === "gave_up") {
+          child?.kill("SIGTERM");
+          finish(3);
+        }
+      },
+    });
+    let done = false;
+    const finish = (code: number) => {
+      if (done) return;
+      done = true;
+      supervisor.stop();
+      process.off("SIGINT", forward);
+      process.off("SIGTERM", forward);
+      resolve(code);
+    };
+    // Signals go to the child; watch ends with the child's own exit.
+    const forward = (signal: NodeJS.Signals) => {
+      supervisor.stop();
+      const proc = child;
+      if (!proc || proc.exitCode !== null) {
+        finish(130);
+        return;
+      }
+      proc.once("exit", (code) => {
+        finish(code ?? 130);
+      });
+      proc.kill(signal);
+    };
+    process.on("SIGINT", forward);
+    process.on("SIGTERM", forward);
+    launch();
+    supervisor.start();
+  });
+}
+
+function describe(event: SupervisorEvent): string {
+  switch (event.kind) {
+    case "verdict":
+      return `verdict ${event.verdict}: ${event.reason}`;
+    case "tier":
+      return `tier ${event.tier}: ${event.reason}`;
+    case "tier_result":
+      return `tier ${event.tier} ${event.outcome}`;
+    case "gave_up":
+      return `gave up: ${event.reason}`;
+  }
+}

@@ -1,0 +1,128 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+
+const CLI = join(import.meta.dirname, "../../dist/cli/main.js");
+const AGENT = join(import.meta.dirname, "../fixtures/watch-agent.ts");
+const root = mkdtempSync(join(tmpdir(), "selfheal-watch-"));
+let n = 0;
+afterAll(() => {
+  rmSync(root, { recursive: true, force: true });
+});
+
+/** Short limits: a stall is 600 ms, death 1 s, each tier has 800 ms to show progress. */
+const FAST = [
+  "--poll-ms",
+  "100",
+  "--stall-ms",
+  "600",
+  "--dead-ms",
+  "1000",
+  "--grace-ms",
+  "0",
+  "--prove-ms",
+  "800",
+];
+
+function watch(mode: string, extra: string[] = []) {
+  const stateDir = join(root, `s${n++}`);
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(
+      process.execPath,
+      [
+        CLI,
+        "watch",
+        "--state-dir",
+        stateDir,
+        ...FAST,
+        ...extra,
+        "--",
+        process.execPath,
+        "--import",
+        "tsx",
+        AGENT,
+      ],
+      { env: { ...process.env, WATCH_MODE: mode }, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
+    child.once("exit", (code) => {
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+describe("selfheal watch (built CLI, a real child-process agent)", () => {
+  it("a steady agent: healthy throughout, watch ends with its exit code", async () => {
+    const out = await watch("steady");
+    expect(out.code).toBe(0);
+    expect(out.stdout).toContain("finished");
+    expect(out.stderr).not.toMatch(/tier /);
+  }, 30_000);
+
+  it("frozen before an LLM call: stalled, Tier 1's nudge gets it going", async () => {
+    const out = await watch("freeze");
+    expect(out.code).toBe(0);
+    expect(out.stderr).toMatch(/verdict stalled: step 5 unmoved/);
+    expect(out.stderr).toMatch(/tier nudge recovered/);
+    expect(out.stderr).not.toMatch(/tier context_reset:/);
+    expect(out.stdout).toContain("finished");
+  }, 30_000);
+
+  it("frozen hard: the nudge fails, Tier 2 restarts it", async () => {
+    const out = await watch("hard");
+    expect(out.code).toBe(0);
+    expect(out.stderr).toMatch(/tier nudge failed/);
+    expect(out.stderr).toMatch(/tier context_reset: nudge did not help/);
+    expect(out.stdout).toContain("finished");
+  }, 30_000);
+
+  it("dies: Tier 3 rotates it, and the new process resumes from the handed-over step", async () => {
+    const out = await watch("die");
+    expect(out.code).toBe(0);
+    expect(out.stderr).toMatch(/verdict session_dead: the agent exited with code 1/);
+    expect(out.stderr).toMatch(/tier rotation/);
+    expect(out.stdout).toContain("resumed from 5");
+    expect(out.stdout).toContain("finished");
+  }, 30_000);
+
+  it("--once --json prints one verdict; a bad flag exits 2 with one line", async () => {
+    const stateDir = join(root, "once");
+    const once = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+      const child = spawn(
+        process.execPath,
+        [CLI, "watch", "--state-dir", stateDir, "--once", "--json"],
+        {
+          stdio: ["ignore", "pipe", "pipe"],
+        },
+      );
+      let stdout = "";
+      child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
+      child.once("exit", (code) => {
+        resolve({ code, stdout });
+      });
+    });
+    expect(once.code).toBe(0);
+    expect(JSON.parse(once.stdout)).toMatchObject({ session: "agent", verdict: "unreadable" });
+    const bad = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const child = spawn(
+        process.execPath,
+        [CLI, "watch", "--state-dir", stateDir, "--poll-ms", "soon", "--", "true"],
+        {
+          stdio: ["ignore", "pipe", "pipe"],
+        },
+      );
+      let stderr = "";
+      child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
+      child.once("exit", (code) => {
+        resolve({ code, stderr });
+      });
+    });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toBe('selfheal: --poll-ms must be a whole number of ms, got "soon"\n');
+  }, 30_000);
+});
