@@ -46,7 +46,9 @@ export function evaluate(
   now: number,
   limits: Limits = DEFAULT_LIMITS,
 ): Evaluation {
-  const seconds = (ms: number) => `${Math.round(ms / 1000)} s`;
+  // Short limits (tests, tight budgets) keep a decimal: "0.6 s", not "1 s".
+  const seconds = (ms: number) =>
+    ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`;
   const silent = now - heartbeat.at;
   if (silent > limits.deadMs)
     return {
