@@ -11,7 +11,7 @@ import {
 } from "../../src/index.js";
 import type { Alert, Notifier } from "../../src/notify/index.js";
 import { thrownFault, type VirtualClock } from "../../src/testing/index.js";
-import { virtualInstance } from "../helpers/engine.js";
+import { recoveryInstance } from "../helpers/engine.js";
 import { recordingMeters, recordingProvider } from "../helpers/otel.js";
 
 const otel = recordingProvider();
@@ -27,27 +27,14 @@ const ROUTE_DOWN = "the route is down (status page or repeated failures)";
 function setup(recovery: RecoveryOptions = {}, options: Partial<SelfHealingOptions> = {}) {
   otel.reset();
   const meters = recordingMeters();
-  const events: RecoveryEvent[] = [];
-  const circuits: string[] = [];
-  const vi = virtualInstance({
-    tracerProvider: otel.provider,
+  const instance = recoveryInstance(otel.provider, recovery, {
     meterProvider: meters.meterProvider,
-    recovery: { random: () => 0, ...recovery },
     ...options,
   });
-  vi.sh.on("recovery", (e) => events.push(e));
-  vi.sh.on("circuit-change", (e) => circuits.push(`${e.dependency}:${e.state}`));
-  return { ...vi, events, circuits, meters };
+  return { ...instance, meters };
 }
 
-/** Finished spans of one name, in start order. */
-function spansNamed(name: string) {
-  return otel
-    .spans()
-    .filter((s) => s.name === name)
-    .sort((a, b) => a.startTime[0] - b.startTime[0] || a.startTime[1] - b.startTime[1]);
-}
-
+const spansNamed = otel.named;
 const recoverySpans = () => spansNamed("agent.recovery");
 
 /**

@@ -1,7 +1,10 @@
+import type { TracerProvider } from "@opentelemetry/api";
 import {
   createSelfHealing,
   isSelfHealConfigError,
   type SelfHealConfigError,
+  type RecoveryEvent,
+  type RecoveryOptions,
   type SelfHealingOptions,
 } from "../../src/index.js";
 import { PATTERNS } from "../../src/telemetry/conventions.js";
@@ -36,4 +39,25 @@ export function configError(fn: () => unknown): SelfHealConfigError {
     throw e;
   }
   throw new Error("expected a SelfHealConfigError");
+}
+
+/**
+ * An instance on virtual time for recovery tests: spans to `tracerProvider`, the default plans,
+ * `random: 0` (no jitter), and the recovery events and circuit changes it emits, in order.
+ */
+export function recoveryInstance(
+  tracerProvider: TracerProvider,
+  recovery: RecoveryOptions = {},
+  options: Partial<SelfHealingOptions> = {},
+) {
+  const events: RecoveryEvent[] = [];
+  const circuits: string[] = [];
+  const vi = virtualInstance({
+    tracerProvider,
+    recovery: { random: () => 0, ...recovery },
+    ...options,
+  });
+  vi.sh.on("recovery", (e) => events.push(e));
+  vi.sh.on("circuit-change", (e) => circuits.push(`${e.dependency}:${e.state}`));
+  return { ...vi, events, circuits };
 }

@@ -21,11 +21,20 @@ export function recordingProvider(extra: SpanProcessor[] = []) {
   return {
     provider,
     spans: () => exporter.getFinishedSpans(),
+    /** Finished spans of one name, in start order. */
+    named: (name: string) =>
+      exporter
+        .getFinishedSpans()
+        .filter((s) => s.name === name)
+        .sort(byStart),
     reset: () => {
       exporter.reset();
     },
   };
 }
+
+const byStart = (a: ReadableSpan, b: ReadableSpan) =>
+  a.startTime[0] - b.startTime[0] || a.startTime[1] - b.startTime[1];
 
 /** The span tree as nested names, children in start order, for exact assertions. */
 export function tree(spans: readonly ReadableSpan[]): unknown[] {
@@ -37,12 +46,10 @@ export function tree(spans: readonly ReadableSpan[]): unknown[] {
     byParent.set(key, [...(byParent.get(key) ?? []), s]);
   }
   const build = (parent: string | undefined): unknown[] =>
-    (byParent.get(parent) ?? [])
-      .sort((a, b) => a.startTime[0] - b.startTime[0] || a.startTime[1] - b.startTime[1])
-      .map((s) => {
-        const children = build(s.spanContext().spanId);
-        return children.length ? { [s.name]: children } : s.name;
-      });
+    (byParent.get(parent) ?? []).sort(byStart).map((s) => {
+      const children = build(s.spanContext().spanId);
+      return children.length ? { [s.name]: children } : s.name;
+    });
   return build(undefined);
 }
 

@@ -5,6 +5,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { Redis } from "ioredis";
+import { afterAll, beforeAll } from "vitest";
 import { freePort, haveAll, which } from "./binaries.js";
 
 export const REDIS_SERVER = which("redis-server", process.env.REDIS_SERVER_PATH);
@@ -91,5 +92,35 @@ export async function startRedis(): Promise<RunningRedis> {
     kill: () => end("SIGKILL"),
     restart: launch,
     stop: () => end("SIGTERM"),
+  };
+}
+
+/**
+ * A redis-server for a describe block: started before its tests and stopped after, with `admin`,
+ * a plain client for the tests' own checks.
+ */
+export function redisForSuite(): { readonly redis: RunningRedis; readonly admin: Redis } {
+  let redis: RunningRedis | undefined;
+  let admin: Redis | undefined;
+  beforeAll(async () => {
+    redis = await startRedis();
+    admin = new Redis(redis.url);
+  });
+  afterAll(async () => {
+    admin?.disconnect();
+    await redis?.stop();
+  });
+  const started = <T>(value: T | undefined): T => {
+    if (value === undefined)
+      throw new Error("redis-server is not started yet (used outside a test)");
+    return value;
+  };
+  return {
+    get redis() {
+      return started(redis);
+    },
+    get admin() {
+      return started(admin);
+    },
   };
 }

@@ -16,7 +16,7 @@ import {
 import type { Notifier, Alert } from "../../src/notify/index.js";
 import { FailureInjector, thrownFault } from "../../src/testing/index.js";
 import { recordingMeters, recordingProvider, tree } from "../helpers/otel.js";
-import { virtualInstance } from "../helpers/engine.js";
+import { recoveryInstance } from "../helpers/engine.js";
 
 const otel = recordingProvider();
 
@@ -28,28 +28,17 @@ function memoryNotifier(): Notifier & { alerts: Alert[] } {
 
 function setup(recovery: RecoveryOptions = {}, options: Partial<SelfHealingOptions> = {}) {
   otel.reset();
-  const events: RecoveryEvent[] = [];
-  const vi = virtualInstance({
-    tracerProvider: otel.provider,
-    recovery: { random: () => 0, ...recovery },
-    ...options,
-  });
-  vi.sh.on("recovery", (e) => events.push(e));
-  return { ...vi, events };
+  return recoveryInstance(otel.provider, recovery, options);
 }
 
 /** Recovery spans in start order: strategy, attempt, wait, outcome, provider. */
 function recoverySpans() {
-  return otel
-    .spans()
-    .filter((s) => s.name === "agent.recovery")
-    .sort((a, b) => a.startTime[0] - b.startTime[0] || a.startTime[1] - b.startTime[1])
-    .map((s) => ({
-      strategy: s.attributes["selfheal.recovery.strategy"],
-      outcome: s.attributes["selfheal.recovery.outcome"],
-      wait: s.attributes["selfheal.recovery.wait_ms"],
-      provider: s.attributes["selfheal.recovery.provider"],
-    }));
+  return otel.named("agent.recovery").map((s) => ({
+    strategy: s.attributes["selfheal.recovery.strategy"],
+    outcome: s.attributes["selfheal.recovery.outcome"],
+    wait: s.attributes["selfheal.recovery.wait_ms"],
+    provider: s.attributes["selfheal.recovery.provider"],
+  }));
 }
 
 describe("exponential_backoff_with_jitter", () => {

@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createSelfHealing, type SelfHealing } from "../../src/index.js";
 import type { Notifier } from "../../src/notify/index.js";
 import { redisStore, type RedisSignalStore } from "../../src/redis/index.js";
 import { thrownFault } from "../../src/testing/index.js";
-import { haveRedis, startRedis, type RunningRedis } from "../helpers/redis-server.js";
+import { haveRedis, redisForSuite } from "../helpers/redis-server.js";
 
 const available = haveRedis("Redis fleet sync");
 
@@ -26,13 +26,7 @@ async function waitFor(condition: () => boolean, ms = 5_000): Promise<void> {
 }
 
 describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real redis-server", () => {
-  let redis: RunningRedis;
-  beforeAll(async () => {
-    redis = await startRedis();
-  });
-  afterAll(async () => {
-    await redis.stop();
-  });
+  const suite = redisForSuite();
 
   describe("breakers and alerts shared by a fleet through Redis", () => {
     it("one worker's verdict opens the breaker for all; one probe per half-open period in the fleet", async () => {
@@ -40,7 +34,7 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
       const sent: { worker: string; provider: string | undefined; at: number }[] = [];
       const workers: Worker[] = [];
       for (const name of ["a", "b", "c"]) {
-        const store = redisStore({ url: redis.url, prefix: "fleet1", flushMs: 50 });
+        const store = redisStore({ url: suite.redis.url, prefix: "fleet1", flushMs: 50 });
         const sh = createSelfHealing({
           agent: "fleet",
           store,
@@ -98,15 +92,12 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
       await Promise.all(workers.map((w) => w.complete("q")));
       expect(sent.slice(after).map((s) => s.provider)).toEqual(["p1", "p1", "p1"]);
 
-      for (const w of workers) {
-        await w.sh.close();
-        await w.store.close();
-      }
+      await closeAll(workers);
     }, 20_000);
 
     it("a worker that joins late takes the breaker verdicts already standing", async () => {
       const make = () => {
-        const store = redisStore({ url: redis.url, prefix: "fleet3" });
+        const store = redisStore({ url: suite.redis.url, prefix: "fleet3" });
         const sh = createSelfHealing({
           agent: "fleet",
           store,
@@ -141,10 +132,7 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
       await waitFor(() => late.opened.includes("p1"));
       await late.complete(undefined);
       expect(late.used).toEqual(["p2"]);
-      for (const w of [first, late]) {
-        await w.sh.close();
-        await w.store.close();
-      }
+      await closeAll([first, late]);
     }, 20_000);
 
     it("ten workers escalating the same failure page once per throttle period", async () => {
@@ -157,7 +145,7 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
         },
       };
       const workers = Array.from({ length: 10 }, () => {
-        const store = redisStore({ url: redis.url, prefix: "fleet2" });
+        const store = redisStore({ url: suite.redis.url, prefix: "fleet2" });
         const sh = createSelfHealing({
           agent: "fleet",
           store,
@@ -171,10 +159,7 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
       });
       await Promise.all(workers.map((w) => w.pay(undefined).catch(() => undefined)));
       expect(pages).toHaveLength(1);
-      for (const w of workers) {
-        await w.sh.close();
-        await w.store.close();
-      }
+      await closeAll(workers);
     }, 20_000);
   });
 
@@ -182,7 +167,7 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
     it("three workers sending the same key: one sends, the others get its result", async () => {
       const charges: string[] = [];
       const workers = ["a", "b", "c"].map((name) => {
-        const store = redisStore({ url: redis.url, prefix: "ledger1" });
+        const store = redisStore({ url: suite.redis.url, prefix: "ledger1" });
         const sh = createSelfHealing({ agent: "pay", store, logger: { warn: () => undefined } });
         const charge = sh.tool(
           "charge",
@@ -204,17 +189,14 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
       const again = await workers[2]?.charge({ order: "order-1" });
       expect(again).toEqual({ charged: "order-1", by: sender });
       expect(charges).toHaveLength(1);
-      for (const w of workers) {
-        await w.sh.close();
-        await w.store.close();
-      }
+      await closeAll(workers);
     }, 20_000);
 
     it("a write that failed frees its key: another worker may send it", async () => {
       let fail = true;
       const sent: string[] = [];
       const make = (name: string) => {
-        const store = redisStore({ url: redis.url, prefix: "ledger2" });
+        const store = redisStore({ url: suite.redis.url, prefix: "ledger2" });
         const sh = createSelfHealing({
           agent: "pay",
           store,
@@ -238,10 +220,7 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
       fail = false;
       await expect(b.charge({ order: "o2" })).resolves.toEqual({ charged: "o2" });
       expect(sent).toEqual(["a", "b"]);
-      for (const w of [a, b]) {
-        await w.sh.close();
-        await w.store.close();
-      }
+      await closeAll([a, b]);
     }, 20_000);
   });
 
@@ -249,7 +228,7 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
     it("a task that moves to another worker keeps one budget", async () => {
       const sends: string[] = [];
       const make = (name: string, failures: number) => {
-        const store = redisStore({ url: redis.url, prefix: "budget1" });
+        const store = redisStore({ url: suite.redis.url, prefix: "budget1" });
         const sh = createSelfHealing({
           agent: "pay",
           store,
@@ -276,10 +255,7 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
       await expect(b.sh.task("task-1", () => b.lookup(undefined))).rejects.toThrow(/budget/i);
       // b had $0.30 left: one retry ($0.20), not two.
       expect(sends).toEqual(["a", "a", "b", "b"]);
-      for (const w of [a, b]) {
-        await w.sh.close();
-        await w.store.close();
-      }
+      await closeAll([a, b]);
     }, 20_000);
   });
 
@@ -287,7 +263,7 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
     it("two workers with too few diagnoses each: the fleet's count reports the drift", async () => {
       const drifts: { worker: string; samples: number }[] = [];
       const workers = ["a", "b"].map((name) => {
-        const store = redisStore({ url: redis.url, prefix: "drift1" });
+        const store = redisStore({ url: suite.redis.url, prefix: "drift1" });
         const sh = createSelfHealing({
           agent: "support",
           store,
@@ -310,10 +286,7 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
       await waitFor(() => drifts.length > 0);
       // Neither worker alone had 20 diagnoses; the fleet had 30.
       expect(Math.max(...drifts.map((d) => d.samples))).toBeGreaterThanOrEqual(20);
-      for (const w of workers) {
-        await w.sh.close();
-        await w.store.close();
-      }
+      await closeAll(workers);
     }, 20_000);
   });
 });
@@ -321,4 +294,12 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
 /** When each worker saw its breaker close (the prober first, by its own verdict). */
 function closeTimes(workers: Worker[]): number[] {
   return workers.flatMap((w) => w.circuits.filter((e) => e.state === "closed").map((e) => e.at));
+}
+
+/** Closes each worker's instance, then its store. */
+async function closeAll(workers: { sh: SelfHealing; store: RedisSignalStore }[]): Promise<void> {
+  for (const w of workers) {
+    await w.sh.close();
+    await w.store.close();
+  }
 }

@@ -1,7 +1,6 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { HealthEvaluator, type HealthReport } from "../../src/health/evaluator.js";
 import { MemorySignalStore } from "../../src/health/memory-store.js";
 import { failedAttempts, type SignalStore } from "../../src/health/store.js";
@@ -20,7 +19,7 @@ import {
   workerRecords,
   type WorkerOutput,
 } from "../fixtures/redis-worker.js";
-import { haveRedis, startRedis, type RunningRedis } from "../helpers/redis-server.js";
+import { haveRedis, redisForSuite } from "../helpers/redis-server.js";
 
 const available = haveRedis("Redis fleet of worker processes");
 
@@ -78,21 +77,12 @@ const reading = (report: { signals: HealthReport["signals"] }, signal: string) =
   report.signals.find((s) => s.signal === signal)?.value;
 
 describe.skipIf(!available)("three worker processes sharing one redis-server", () => {
-  let redis: RunningRedis;
-  let admin: Redis;
-  beforeAll(async () => {
-    redis = await startRedis();
-    admin = new Redis(redis.url);
-  });
-  afterAll(async () => {
-    admin.disconnect();
-    await redis.stop();
-  });
+  const suite = redisForSuite();
 
   it("see one fleet's health: what one process computes from all their calls", async () => {
     const started = performance.now();
     const exits = await Promise.all(
-      Array.from({ length: WORKERS }, (_, i) => runWorker(redis.url, i)),
+      Array.from({ length: WORKERS }, (_, i) => runWorker(suite.redis.url, i)),
     );
     const elapsedMs = performance.now() - started;
 
@@ -106,7 +96,7 @@ describe.skipIf(!available)("three worker processes sharing one redis-server", (
     expect(new Set(outputs.map((o) => o.pid)).size).toBe(WORKERS);
     expect(outputs.map((o) => o.pid)).not.toContain(process.pid);
     expect(new Set(outputs.map((o) => o.clientId)).size).toBe(WORKERS);
-    expect(Number(await admin.get(barrierKey(PREFIX)))).toBe(WORKERS);
+    expect(Number(await suite.admin.get(barrierKey(PREFIX)))).toBe(WORKERS);
     for (const output of outputs) {
       expect(output.warnings).toEqual([]);
       // What each worker says it recorded is its deterministic list, and the lists differ.
@@ -124,7 +114,7 @@ describe.skipIf(!available)("three worker processes sharing one redis-server", (
 
     // The keys are in Redis under the prefix: a bucket hash for each 10 s bucket that got a call
     // or (1 min buckets) a task, the LLM rings, and the agent in the set of agents.
-    const keys = await admin.keys(`${PREFIX}:*`);
+    const keys = await suite.admin.keys(`${PREFIX}:*`);
     const epochs = (kind: "c" | "t") =>
       keys
         .filter((k) => k.startsWith(`${PREFIX}:{${FLEET_AGENT}}:${kind}:`))
@@ -145,14 +135,14 @@ describe.skipIf(!available)("three worker processes sharing one redis-server", (
       ),
     );
     expect(keys).toContain(`${PREFIX}:{${FLEET_AGENT}}:llm`);
-    expect(await admin.smembers(`${PREFIX}:agents`)).toEqual([FLEET_AGENT]);
+    expect(await suite.admin.smembers(`${PREFIX}:agents`)).toEqual([FLEET_AGENT]);
 
     // One process replays every worker's records into memory...
     const memory = new MemorySignalStore();
     for (const { record, at } of calls) memory.recordCall(record, at);
     for (const { record, at } of tasks) memory.recordTask(record, at);
     // ...and a fourth connection reads the fleet from Redis: the same signals, whole.
-    const reader = redisStore({ url: redis.url, prefix: PREFIX, commandTimeoutMs: 5_000 });
+    const reader = redisStore({ url: suite.redis.url, prefix: PREFIX, commandTimeoutMs: 5_000 });
     try {
       const fromRedis = await reader.read(FLEET_AGENT, NOW);
       expect(reader.isDegraded).toBe(false);

@@ -1,11 +1,10 @@
-import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createSelfHealing, isSelfHealConfigError } from "../../src/index.js";
 import { MemorySignalStore } from "../../src/health/memory-store.js";
 import type { CallRecord } from "../../src/health/store.js";
 import { redisStore } from "../../src/redis/index.js";
 import { VirtualClock } from "../../src/testing/index.js";
-import { haveRedis, startRedis, type RunningRedis } from "../helpers/redis-server.js";
+import { haveRedis, redisForSuite } from "../helpers/redis-server.js";
 
 const available = haveRedis("Redis signal store");
 
@@ -25,20 +24,11 @@ function calls(agent: string, count: number, start: number): [CallRecord, number
 }
 
 describe.skipIf(!available)("redisStore on a real redis-server", () => {
-  let redis: RunningRedis;
-  let admin: Redis;
-  beforeAll(async () => {
-    redis = await startRedis();
-    admin = new Redis(redis.url);
-  });
-  afterAll(async () => {
-    admin.disconnect();
-    await redis.stop();
-  });
+  const suite = redisForSuite();
 
   it("reads back what a single process computes in memory, in one round trip", async () => {
     const memory = new MemorySignalStore();
-    const store = redisStore({ url: redis.url, prefix: "t1" });
+    const store = redisStore({ url: suite.redis.url, prefix: "t1" });
     const start = Date.UTC(2026, 0, 1);
     for (const [record, at] of calls("agent-a", 500, start)) {
       memory.recordCall(record, at);
@@ -55,7 +45,7 @@ describe.skipIf(!available)("redisStore on a real redis-server", () => {
 
   it("a tool whose calls left the window keeps its LLM ring, as in memory", async () => {
     const memory = new MemorySignalStore();
-    const store = redisStore({ url: redis.url, prefix: "t4" });
+    const store = redisStore({ url: suite.redis.url, prefix: "t4" });
     const t0 = Date.UTC(2026, 0, 1);
     const old: CallRecord = {
       agent: "x",
@@ -75,12 +65,12 @@ describe.skipIf(!available)("redisStore on a real redis-server", () => {
   });
 
   it("names with :, {, } and spaces stay inside the agent's own keys", async () => {
-    const store = redisStore({ url: redis.url, prefix: "t2" });
+    const store = redisStore({ url: suite.redis.url, prefix: "t2" });
     const now = Date.UTC(2026, 0, 1);
     store.recordCall({ agent: "a:b {c}", tool: "x}:y z", outcome: "success", durationMs: 5 }, now);
     store.recordCall({ agent: "plain", tool: "t", outcome: "success", durationMs: 5 }, now);
     await store.flush();
-    const keys = (await admin.keys("t2:*")).sort();
+    const keys = (await suite.admin.keys("t2:*")).sort();
     expect(keys.length).toBeGreaterThan(0);
     for (const key of keys) {
       expect(key).toMatch(/^t2:(agents|\{(a%3Ab%20%7Bc%7D|plain)\}:[a-z]+(:\d+)?)$/);
@@ -92,7 +82,7 @@ describe.skipIf(!available)("redisStore on a real redis-server", () => {
 
   it("refuses a prefix that could reshape keys, and needs a client or a URL", () => {
     for (const prefix of ["a:b", "a{b}", "a b", "", "x\n"]) {
-      expect(() => redisStore({ url: redis.url, prefix })).toThrow(/redisStore\.prefix/);
+      expect(() => redisStore({ url: suite.redis.url, prefix })).toThrow(/redisStore\.prefix/);
     }
     const missing = (() => {
       try {
@@ -109,7 +99,7 @@ describe.skipIf(!available)("redisStore on a real redis-server", () => {
     const warnings: string[] = [];
     const logger = { warn: (m: string) => warnings.push(m) };
     const store = redisStore({
-      url: redis.url,
+      url: suite.redis.url,
       prefix: "t3",
       flushMs: 20,
       commandTimeoutMs: 200,
@@ -127,7 +117,7 @@ describe.skipIf(!available)("redisStore on a real redis-server", () => {
     for (let i = 0; i < 20; i++) await search(undefined);
     await store.flush();
 
-    await redis.kill();
+    await suite.redis.kill();
     for (let i = 0; i < 30; i++) {
       await expect(search(undefined)).resolves.toBe("ok");
       await clock.advance(6_000); // past the status cache: every status is a fresh read
@@ -137,13 +127,13 @@ describe.skipIf(!available)("redisStore on a real redis-server", () => {
     expect(states).toEqual([true]);
     expect(store.isDegraded).toBe(true);
 
-    await redis.restart();
+    await suite.redis.restart();
     await waitFor(() => !store.isDegraded);
     expect(states).toEqual([true, false]);
     // Another worker reads the fleet from Redis. The restarted server is empty (no persistence:
     // the 20 calls sent before the crash died with it); the 30 made while it was down were kept
     // and sent when it came back.
-    const other = redisStore({ url: redis.url, prefix: "t3" });
+    const other = redisStore({ url: suite.redis.url, prefix: "t3" });
     const shared = await other.read("fleet", clock.now());
     expect(shared.tools.get("search")?.calls.ok).toBe(30);
     // Told once, not once per failed command; and told when it is back.
