@@ -9,6 +9,7 @@ export type {
   ToolFunction,
   ToolKind,
   ToolOptions,
+  ToolSpanMode,
 } from "./engine/options.js";
 export type { CallContext, CallMode } from "./engine/call-context.js";
 export type { WrappedTool, CallResult } from "./engine/tool.js";

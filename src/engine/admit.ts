@@ -1,4 +1,11 @@
-import { INVALID_SPAN_CONTEXT, SpanKind, context, trace } from "@opentelemetry/api";
+import {
+  INVALID_SPAN_CONTEXT,
+  SpanKind,
+  context,
+  trace,
+  type Context,
+  type Span,
+} from "@opentelemetry/api";
 import { spreadWait } from "../recovery/backoff.js";
 import { CircuitOpenError } from "../errors.js";
 import type { HealthReport } from "../health/evaluator.js";
@@ -10,6 +17,7 @@ import {
   SPAN_TOOL_CALL,
 } from "../telemetry/conventions.js";
 import { boundedJson, redact } from "../telemetry/redact.js";
+import { AttachedSpan } from "../telemetry/spans.js";
 import {
   dependencyOf,
   MIN_ATTEMPT_MS,
@@ -40,11 +48,18 @@ export function openCall<A, R>(
   const { options } = engine;
   const taskId = engine.tasks.getStore()?.id;
   const parent = context.active();
-  const span = engine.tracer.startSpan(
-    SPAN_TOOL_CALL,
-    { kind: SpanKind.INTERNAL, attributes: tool.attributes[report.status] },
-    parent,
-  );
+  const attached = tool.options.span === "attach" ? attachTo(parent) : undefined;
+  let span: Span;
+  if (attached) {
+    span = attached;
+    span.setAttributes(tool.attributes[report.status]);
+  } else {
+    span = engine.tracer.startSpan(
+      SPAN_TOOL_CALL,
+      { kind: SpanKind.INTERNAL, attributes: tool.attributes[report.status] },
+      parent,
+    );
+  }
   if (taskId !== undefined) span.setAttribute(ATTR_TASK_ID, taskId);
   if (call.toolCallId !== undefined) span.setAttribute(ATTR_GEN_AI_TOOL_CALL_ID, call.toolCallId);
   if (options.recordArguments) {
@@ -66,8 +81,8 @@ export function openCall<A, R>(
         );
   const degraded = engine.degraded(report);
   // A span with no context of its own (nothing records, no parent) adds nothing to pass on:
-  // building a context for it measured ~110 ns a call.
-  const enter = span.spanContext() !== INVALID_SPAN_CONTEXT;
+  // building a context for it measured ~110 ns a call. An attached span is already active.
+  const enter = !attached && span.spanContext() !== INVALID_SPAN_CONTEXT;
   const c: CallState = {
     span,
     started,
@@ -93,6 +108,12 @@ export function openCall<A, R>(
     }
   }
   return c;
+}
+
+/** The active span to write a call on, if one records; else the call opens its own. */
+function attachTo(parent: Context): AttachedSpan | undefined {
+  const active = trace.getSpan(parent);
+  return active?.isRecording() ? new AttachedSpan(active) : undefined;
 }
 
 /** The first route whose breaker admits a call, primary first. */

@@ -40,6 +40,7 @@ export {
   type ToolFunction,
   type ToolKind,
   type ToolOptions,
+  type ToolSpanMode,
 } from "./options/tool.js";
 export {
   DEFAULT_DEADLINE_MS,

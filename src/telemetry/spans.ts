@@ -2,9 +2,15 @@ import { createHash } from "node:crypto";
 import {
   SpanKind,
   SpanStatusCode,
+  type AttributeValue,
   type Attributes,
   type Context,
+  type Exception,
+  type Link,
   type Span,
+  type SpanContext,
+  type SpanStatus,
+  type TimeInput,
   type Tracer,
 } from "@opentelemetry/api";
 import {
@@ -108,4 +114,62 @@ export function recordAttemptError(
   }
   span.setStatus({ code: SpanStatusCode.ERROR, message });
   span.end();
+}
+
+/**
+ * Another instrumentation's span that a call writes on (tool option `span: "attach"`): every
+ * write passes through, but the span's name and its end stay with its owner.
+ */
+export class AttachedSpan implements Span {
+  constructor(private readonly owner: Span) {}
+
+  spanContext(): SpanContext {
+    return this.owner.spanContext();
+  }
+
+  setAttribute(key: string, value: AttributeValue): this {
+    this.owner.setAttribute(key, value);
+    return this;
+  }
+
+  setAttributes(attributes: Attributes): this {
+    this.owner.setAttributes(attributes);
+    return this;
+  }
+
+  addEvent(name: string, attributes?: Attributes | TimeInput, time?: TimeInput): this {
+    this.owner.addEvent(name, attributes, time);
+    return this;
+  }
+
+  addLink(link: Link): this {
+    this.owner.addLink(link);
+    return this;
+  }
+
+  addLinks(links: Link[]): this {
+    this.owner.addLinks(links);
+    return this;
+  }
+
+  setStatus(status: SpanStatus): this {
+    this.owner.setStatus(status);
+    return this;
+  }
+
+  updateName(): this {
+    return this;
+  }
+
+  end(): void {
+    // The owner ends its span when its own work is done.
+  }
+
+  isRecording(): boolean {
+    return this.owner.isRecording();
+  }
+
+  recordException(exception: Exception, time?: TimeInput): void {
+    this.owner.recordException(exception, time);
+  }
 }

@@ -296,3 +296,60 @@ describe("agent.tool_call attributes that depend on the call", () => {
     expect(callSpan()?.attributes["selfheal.call.outcome"]).toBe("success");
   });
 });
+
+describe('span: "attach" (a framework already opens a span per tool call)', () => {
+  beforeEach(() => {
+    otel.reset();
+  });
+
+  const frameworkSpan = <T>(fn: () => Promise<T>) =>
+    otel.provider.getTracer("framework").startActiveSpan("framework.tool", async (span) => {
+      try {
+        return await fn();
+      } finally {
+        span.end();
+      }
+    });
+
+  it("writes selfheal's attributes on the framework's span: no second tool-call span", async () => {
+    const { sh } = setup();
+    const search = sh.tool("search", { readOnly: true, span: "attach" }, () => "ok");
+    await expect(frameworkSpan(() => search(undefined))).resolves.toBe("ok");
+    expect(tree(otel.spans())).toEqual(["framework.tool"]);
+    expect(otel.spans()[0]?.attributes).toMatchObject({
+      "gen_ai.tool.name": "search",
+      "selfheal.call.outcome": "success",
+      "selfheal.health.status": "healthy",
+    });
+  });
+
+  it("hangs the error, diagnosis and recovery spans under the framework's span, which its owner ends", async () => {
+    const { sh, clock } = setup({ recovery: { random: () => 0 } });
+    let calls = 0;
+    const flaky = sh.tool("flaky", { readOnly: true, span: "attach" }, () => {
+      calls += 1;
+      if (calls === 1) throw Object.assign(new Error("upstream down"), { status: 503 });
+      return "ok";
+    });
+    await expect(
+      clock.run(
+        frameworkSpan(() => flaky(undefined)),
+        { stepMs: 100 },
+      ),
+    ).resolves.toBe("ok");
+    expect(tree(otel.spans())).toEqual([
+      {
+        "framework.tool": ["agent.tool_call.error", "agent.diagnosis", "agent.recovery"],
+      },
+    ]);
+    const owner = otel.named("framework.tool")[0];
+    expect(owner?.name).toBe("framework.tool");
+    expect(owner?.attributes["selfheal.call.outcome"]).toBe("recovered");
+  });
+
+  it("opens its own span when no recording span is active", async () => {
+    const { sh } = setup();
+    await sh.tool("solo", { readOnly: true, span: "attach" }, () => "ok")(undefined);
+    expect(tree(otel.spans())).toEqual(["agent.tool_call"]);
+  });
+});

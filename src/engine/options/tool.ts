@@ -15,6 +15,13 @@ import {
 
 export type ToolKind = "tool" | "llm";
 
+/**
+ * Where a call's tool-call span comes from: `child` starts `agent.tool_call` under the active
+ * span; `attach` writes selfheal's attributes on the active span (a framework's own tool span)
+ * and hangs the error, diagnosis and recovery spans under it, with no second tool-call span.
+ */
+export type ToolSpanMode = "child" | "attach";
+
 export interface ToolOptions<A = unknown, R = unknown> {
   /** Required: whether the tool only reads. Write tools are refused while health is critical. */
   readOnly: boolean;
@@ -45,6 +52,12 @@ export interface ToolOptions<A = unknown, R = unknown> {
    * in `providers`.
    */
   cannedAnswer?: (args: A, error: unknown) => R | Promise<R>;
+  /**
+   * `attach` when a framework already opens a span for each tool call: selfheal's attributes go
+   * on that span instead of a child `agent.tool_call` (no double spans). With no recording span
+   * active, a call opens its own span as with `child`. Default `child`.
+   */
+  span?: ToolSpanMode;
 }
 
 export type ToolFunction<A, R> = (args: A, context: CallContext) => R | Promise<R>;
@@ -61,9 +74,11 @@ const TOOL_KEYS = [
   "providers",
   "plans",
   "cannedAnswer",
+  "span",
 ] as const satisfies readonly (keyof ToolOptions)[];
 
 const TOOL_KINDS: readonly ToolKind[] = ["tool", "llm"];
+const SPAN_MODES: readonly ToolSpanMode[] = ["child", "attach"];
 const TIME_RULES = { timeoutMs: ms(1), deadlineMs: ms(1) };
 
 /** `providers`: a non-empty list, each name declared in `recovery.providers`. */
@@ -117,6 +132,7 @@ export function validateToolOptions(
   if (o.providers !== undefined) checkProviders(o.providers, `${field}.providers`, knownProviders);
   if (o.plans !== undefined) plans(o.plans, `${field}.plans`);
   optionalFunction(o.cannedAnswer, `${field}.cannedAnswer`);
+  optionalChoice(o.span, SPAN_MODES, `${field}.span`);
   if (typeof fn !== "function")
     throw new SelfHealConfigError(`tool("${name}")`, "the last argument must be the tool function");
 }
