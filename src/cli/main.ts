@@ -8,7 +8,6 @@ import { readFileSync } from "node:fs";
 import { access, constants, stat, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { eventLogProblem } from "../recovery/event-log.js";
 import { ReviewBuilder } from "../report/analyze.js";
 import { readInto } from "../report/read.js";
 import { renderHtml } from "../report/render-html.js";
@@ -18,6 +17,7 @@ import { SCENARIOS } from "../sim/scenarios.js";
 import { escapeControl, oneLine } from "../telemetry/redact.js";
 import { CommandFailedError, UsageError } from "./errors.js";
 import { status } from "./status.js";
+import { eventLogFlag, metricsPortFlag, startCliTelemetry, stopCliTelemetry } from "./telemetry.js";
 import { watch } from "./watch.js";
 
 const USAGE = `Usage: selfheal <command> [options]
@@ -122,42 +122,13 @@ async function demo(argv: string[]): Promise<void> {
     if (speed < MIN_SPEED || speed > MAX_SPEED)
       throw new UsageError(`--speed must be ${MIN_SPEED} to ${MAX_SPEED}, got "${values.speed}"`);
   }
-  let metricsPort: number | undefined;
-  if (values["metrics-port"] !== undefined) {
-    metricsPort = Number(values["metrics-port"]);
-    if (!Number.isInteger(metricsPort) || metricsPort < 1 || metricsPort > 65_535) {
-      throw new UsageError(`--metrics-port must be a port number, got "${values["metrics-port"]}"`);
-    }
-  }
-  const eventLog = values["event-log"];
-  if (eventLog !== undefined) {
-    const problem = eventLog.trim() === "" ? "empty path" : eventLogProblem(eventLog);
-    if (problem !== undefined) throw new UsageError(`--event-log ${eventLog}: ${problem}`);
-  }
-  // The SDK is loaded only when asked for: the demo itself needs none.
-  const env = process.env;
-  const otlp = Boolean(
-    env.OTEL_EXPORTER_OTLP_ENDPOINT ||
-    env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ||
-    env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,
-  );
-  const telemetry =
-    metricsPort !== undefined || otlp
-      ? await (
-          await import("../otel/index.js")
-        ).startTelemetry({
-          // OTEL_SERVICE_NAME, when set, names the run; options would win over it.
-          ...(!env.OTEL_SERVICE_NAME && { serviceName: `selfheal-demo-${scenario.name}` }),
-          // No endpoint set: nothing goes over OTLP (the spec's default would be localhost:4318).
-          ...(!otlp && { tracesExporter: "none" as const, metricsExporter: "none" as const }),
-          metricsPort,
-          // An interactive run should not linger 10 s (the spec's default) on a collector that is down.
-          ...(!env.OTEL_EXPORTER_OTLP_TIMEOUT && { exportTimeoutMillis: 3_000 }),
-          // A demo hour makes thousands of spans in a second: keep them all for the export.
-          maxQueueSize: 100_000,
-          maxExportBatchSize: 2_048,
-        })
-      : undefined;
+  const metricsPort = metricsPortFlag(values["metrics-port"]);
+  const eventLog = eventLogFlag(values["event-log"]);
+  // A demo hour makes thousands of spans in a second: keep them all for the export.
+  const telemetry = await startCliTelemetry(`selfheal-demo-${scenario.name}`, metricsPort, {
+    maxQueueSize: 100_000,
+    maxExportBatchSize: 2_048,
+  });
   const live = !values.json;
   const progress = live && process.stdout.isTTY;
   if (live) console.log(`${paint(1, scenario.name)}: ${scenario.description}\n`);
@@ -194,15 +165,7 @@ async function demo(argv: string[]): Promise<void> {
     },
   });
   if (progress) process.stdout.write("\r\u001b[K");
-  if (telemetry) {
-    await telemetry.shutdown(); // flushes the spans and metrics to the OTLP endpoint
-    const failed = telemetry.exportErrors();
-    if (failed.traces + failed.metrics > 0) {
-      process.stderr.write(
-        `selfheal: ${failed.traces + failed.metrics} telemetry export(s) failed, the run was unaffected; last: ${failed.last ?? ""}\n`,
-      );
-    }
-  }
+  await stopCliTelemetry(telemetry);
   if (values.json) {
     const { timeline, ...figures } = result;
     console.log(JSON.stringify({ ...figures, timeline }));
@@ -336,7 +299,7 @@ async function report(argv: string[]): Promise<void> {
     }
   }
   const review = builder.review();
-  if (review.events === 0) {
+  if (review.events === 0 && review.watchdog.events === 0) {
     const why = review.malformed
       ? `${review.malformed} lines, none a recovery event; ${review.malformedSamples[0] ?? ""}`
       : "the file is empty";

@@ -10,9 +10,14 @@ import { parseArgs } from "node:util";
 import { systemClock } from "../clock.js";
 import { heartbeatFile } from "../watchdog/heartbeat.js";
 import { readHeartbeat } from "../watchdog/reader.js";
-import { Supervisor, type SupervisorEvent } from "../watchdog/supervisor.js";
+import {
+  Supervisor,
+  type SupervisorEvent,
+  type SupervisorOptions,
+} from "../watchdog/supervisor.js";
 import { DEFAULT_LIMITS, evaluate, type Limits } from "../watchdog/verdict.js";
 import { UsageError } from "./errors.js";
+import { eventLogFlag, metricsPortFlag, startCliTelemetry, stopCliTelemetry } from "./telemetry.js";
 
 export const WATCH_USAGE = `Usage: selfheal watch --state-dir DIR [options] -- COMMAND [ARGS...]
        selfheal watch --state-dir DIR --once [--json]
@@ -20,7 +25,8 @@ export const WATCH_USAGE = `Usage: selfheal watch --state-dir DIR [options] -- C
 Runs COMMAND (an agent that beats with selfheal/watchdog's supervised()) and supervises it:
 a stall is nudged, a bloated or frozen context is reset and the agent restarted, a dead agent is
 rotated to a new process that restores its snapshot. The child gets SELFHEAL_STATE_DIR and
-SELFHEAL_SESSION_ID. Exit code: the child's, or 3 when supervision gave up.
+SELFHEAL_SESSION_ID. Exit code: the child's, or 3 when supervision gave up. With
+OTEL_EXPORTER_OTLP_ENDPOINT set, verdicts and tiers go out as spans and metrics.
 
 Options:
   --state-dir DIR     where the heartbeat, inbox and snapshot live (required)
@@ -31,6 +37,9 @@ Options:
   --stall-ms MS       step unmoved this long: stalled (default 90000)
   --grace-ms MS       no stall verdict this long after start (default 60000)
   --prove-ms MS       time each tier has to show progress (default 15000, 60000, 60000)
+  --agent NAME        agent label of the watchdog's spans and metrics (default the session id)
+  --event-log FILE    append each verdict and tier to FILE (JSONL, read by selfheal report)
+  --metrics-port P    serve the watchdog's Prometheus metrics on 127.0.0.1:P/metrics
   --once              print one verdict and exit
   --json              with --once: as JSON
   -h, --help          this help`;
@@ -59,6 +68,9 @@ export async function watch(argv: string[]): Promise<void> {
       "stall-ms": { type: "string" },
       "grace-ms": { type: "string" },
       "prove-ms": { type: "string" },
+      agent: { type: "string" },
+      "event-log": { type: "string" },
+      "metrics-port": { type: "string" },
       once: { type: "boolean", default: false },
       json: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
@@ -92,12 +104,29 @@ export async function watch(argv: string[]): Promise<void> {
     );
   }
   const prove = ms(values["prove-ms"], "prove-ms");
-  process.exitCode = await supervise(command, stateDir, session, limits, {
-    pollMs: ms(values["poll-ms"], "poll-ms") ?? 5_000,
+  const pollMs = ms(values["poll-ms"], "poll-ms") ?? 5_000;
+  const eventLog = eventLogFlag(values["event-log"]);
+  const agent = values.agent ?? session;
+  const telemetry = await startCliTelemetry(
+    `selfheal-watch-${agent}`,
+    metricsPortFlag(values["metrics-port"]),
+  );
+  process.exitCode = await supervise(command, {
+    stateDir,
+    sessionId: session,
+    limits,
+    pollMs,
+    agent,
     ...(prove !== undefined && {
       proveMs: { nudge: prove, context_reset: prove, rotation: prove },
     }),
+    ...(eventLog !== undefined && { eventLog }),
+    ...(telemetry && {
+      tracerProvider: telemetry.tracerProvider,
+      meterProvider: telemetry.meterProvider,
+    }),
   });
+  await stopCliTelemetry(telemetry);
 }
 
 async function once(
@@ -118,14 +147,12 @@ async function once(
   console.log(json ? JSON.stringify(result) : `${session}: ${result.verdict} (${result.reason})`);
 }
 
+/** What `supervise` passes to the supervisor: all but the control, alerts and events it owns. */
+type WatchOptions = Omit<SupervisorOptions, "control" | "notify" | "onEvent">;
+
 /** Runs the child under a supervisor; resolves with the exit code watch should end with. */
-function supervise(
-  command: string[],
-  stateDir: string,
-  sessionId: string,
-  limits: Limits,
-  options: { pollMs: number; proveMs?: { nudge: number; context_reset: number; rotation: number } },
-): Promise<number> {
+function supervise(command: string[], options: WatchOptions): Promise<number> {
+  const { stateDir, sessionId } = options;
   const [file = "", ...args] = command;
   const say = (line: string) => process.stderr.write(`selfheal watch: ${line}\n`);
   let child: ChildProcess | undefined;
@@ -166,11 +193,7 @@ function supervise(
       launch();
     };
     const supervisor = new Supervisor({
-      stateDir,
-      sessionId,
-      limits,
-      pollMs: options.pollMs,
-      ...(options.proveMs && { proveMs: options.proveMs }),
+      ...options,
       control: { restart: replace, rotate: replace },
       notify: (alert) => say(`alert: ${alert.title}: ${alert.text}`),
       onEvent: (event) => {
@@ -188,7 +211,9 @@ function supervise(
       supervisor.stop();
       process.off("SIGINT", forward);
       process.off("SIGTERM", forward);
-      resolve(code);
+      void supervisor.flush().then(() => {
+        resolve(code);
+      });
     };
     // Signals go to the child; watch ends with the child's own exit.
     const forward = (signal: NodeJS.Signals) => {

@@ -1,5 +1,5 @@
 import type { RecoveryEvent } from "../engine/events.js";
-import { redact } from "../telemetry/redact.js";
+import { oneLine, redact } from "../telemetry/redact.js";
 
 /** The weekly review of a recovery event log. */
 export interface Review {
@@ -31,6 +31,20 @@ export interface Review {
   mttrSeconds: { count: number; p50: number | null; p90: number | null; p99: number | null };
   costUsd: number;
   costPerIncidentUsd: number;
+  /** The watchdog's lines (`selfheal watch --event-log`, `Supervisor({ eventLog })`). */
+  watchdog: WatchdogReview;
+}
+
+/** What the watchdog did to long runs: verdicts entered, and each tier's results. */
+export interface WatchdogReview {
+  /** Lines read from the watchdog. */
+  events: number;
+  sessions: number;
+  verdicts: { verdict: string; count: number }[];
+  /** Runs of each tier, in tier order; `recovered` ones showed progress within their time. */
+  tiers: { tier: string; runs: number; recovered: number; failed: number; successRate: number }[];
+  /** Times a rotation was refused by the restart intensity: the supervisor gave up. */
+  gaveUp: number;
 }
 
 const SAMPLES_PER_TOOL = 5;
@@ -105,6 +119,8 @@ export class DurationSketch {
 }
 
 const isFiniteNumber = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
+const isWatchdogLine = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && (v as { type?: unknown }).type === "watchdog";
 const optionalString = (v: unknown) => v === undefined || v === null || typeof v === "string";
 
 /**
@@ -142,6 +158,87 @@ export function eventProblem(value: unknown): string | undefined {
 
 const count = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1);
 
+const WATCHDOG_KINDS: Record<string, readonly string[]> = {
+  verdict: ["verdict", "reason"],
+  tier: ["tier", "reason"],
+  tier_result: ["tier", "outcome"],
+  gave_up: ["reason"],
+};
+
+/** Why `value` is not a watchdog line (`WatchdogLogLine`), or undefined when it is one. */
+export function watchdogProblem(e: Record<string, unknown>): string | undefined {
+  if (!isFiniteNumber(e.at) || Math.abs(e.at) > MAX_TIME) return "at is not a time";
+  for (const key of ["agent", "session", "kind"]) {
+    if (typeof e[key] !== "string") return `${key} is not a string`;
+  }
+  const fields = WATCHDOG_KINDS[e.kind as string];
+  if (!Object.hasOwn(WATCHDOG_KINDS, e.kind as string) || !fields)
+    return `kind ${JSON.stringify(e.kind)} is not a watchdog event`;
+  for (const key of fields) if (typeof e[key] !== "string") return `${key} is not a string`;
+  return undefined;
+}
+
+/** Tiers in the order the supervisor tries them; unknown ones (a newer version's) after. */
+const TIER_ORDER = ["nudge", "context_reset", "rotation"];
+const tierRank = (tier: string) => {
+  const i = TIER_ORDER.indexOf(tier);
+  return i === -1 ? TIER_ORDER.length : i;
+};
+
+/** The watchdog's lines, tallied (bounded by the number of distinct names and sessions). */
+class WatchdogTally {
+  events = 0;
+  private readonly sessions = new Set<string>();
+  private readonly verdicts = new Map<string, number>();
+  private readonly runs = new Map<string, number>();
+  private readonly recovered = new Map<string, number>();
+  private readonly failed = new Map<string, number>();
+  private gaveUp = 0;
+
+  add(e: Record<string, unknown>): void {
+    this.events++;
+    this.sessions.add(`${e.agent as string}/${e.session as string}`);
+    const name = (key: string) => oneLine(e[key] as string).slice(0, 64);
+    switch (e.kind) {
+      case "verdict":
+        count(this.verdicts, name("verdict"));
+        break;
+      case "tier":
+        count(this.runs, name("tier"));
+        break;
+      case "tier_result":
+        count(e.outcome === "recovered" ? this.recovered : this.failed, name("tier"));
+        break;
+      case "gave_up":
+        this.gaveUp++;
+        break;
+    }
+  }
+
+  review(): WatchdogReview {
+    return {
+      events: this.events,
+      sessions: this.sessions.size,
+      verdicts: [...this.verdicts]
+        .map(([verdict, k]) => ({ verdict, count: k }))
+        .sort((a, b) => b.count - a.count || a.verdict.localeCompare(b.verdict)),
+      tiers: [...this.runs]
+        .map(([tier, runs]) => {
+          const recovered = this.recovered.get(tier) ?? 0;
+          return {
+            tier,
+            runs,
+            recovered,
+            failed: this.failed.get(tier) ?? 0,
+            successRate: recovered / runs,
+          };
+        })
+        .sort((a, b) => tierRank(a.tier) - tierRank(b.tier) || a.tier.localeCompare(b.tier)),
+      gaveUp: this.gaveUp,
+    };
+  }
+}
+
 /**
  * Builds the review one line at a time: memory grows with the number of distinct tools,
  * patterns, strategies and outcomes, never with the number of lines. Every keyed tally is a Map,
@@ -164,6 +261,7 @@ export class ReviewBuilder {
   private cost = 0;
   /** Raw UNKNOWN text to its redacted form: texts repeat, redacting is the costly part. */
   private readonly redacted = new Map<string, string>();
+  private readonly watchdog = new WatchdogTally();
 
   /** Adds one line of JSONL; `where` names it in a complaint (`line 7`). */
   addLine(line: string, where: string): void {
@@ -173,6 +271,12 @@ export class ReviewBuilder {
       value = JSON.parse(line);
     } catch {
       this.reject(where, "not JSON");
+      return;
+    }
+    if (isWatchdogLine(value)) {
+      const problem = watchdogProblem(value);
+      if (problem !== undefined) this.reject(where, `watchdog event: ${problem}`);
+      else this.watchdog.add(value);
       return;
     }
     const problem = eventProblem(value);
@@ -274,6 +378,7 @@ export class ReviewBuilder {
       },
       costUsd: this.cost,
       costPerIncidentUsd: n ? this.cost / n : 0,
+      watchdog: this.watchdog.review(),
     };
   }
 }

@@ -22,6 +22,18 @@ function bars(title: string, items: { label: string; value: number; text: string
   return `<figure><figcaption>${escape(title)}</figcaption><svg class="chart" role="img" aria-label="${escape(title)}" width="680" height="${Math.max(rowH, items.length * rowH)}">${rows}</svg></figure>`;
 }
 
+/** The watchdog's tiers and verdicts, when the log has any. */
+function watchdogSection(r: Review): string {
+  const w = r.watchdog;
+  if (w.events === 0) return "";
+  const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+  return `<h2>Watchdog: long runs (${w.sessions} sessions)</h2>
+<table class="watchdog"><tr><th>tier</th><th>runs</th><th>recovered</th><th>failed</th><th>success</th></tr>
+${w.tiers.map((t) => `<tr><td>${escape(t.tier)}</td><td>${t.runs}</td><td>${t.recovered}</td><td>${t.failed}</td><td>${pct(t.successRate)}</td></tr>`).join("\n")}
+</table>
+<p>Verdicts entered: ${w.verdicts.map((v) => `${escape(v.verdict)} ${v.count}`).join(", ") || "none"}. Gave up (restart intensity reached): ${w.gaveUp}.</p>`;
+}
+
 /** The review as one self-contained HTML page (every style inline, charts as SVG). */
 export function renderHtml(r: Review): string {
   const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
@@ -96,6 +108,7 @@ ${r.strategies.map((s) => `<tr><td>${escape(s.strategy)}</td><td>${s.runs}</td><
 ${r.tools.map((t) => `<tr><td>${escape(t.tool)}</td><td>${t.incidents}</td><td>${t.unknown}</td><td>${pct(t.unknownShare)}</td></tr>`).join("\n")}
 </table>
 ${samples}
+${watchdogSection(r)}
 </body></html>
 `;
 }

@@ -73,5 +73,17 @@ export function renderText(r: Review): string {
     `MTTR (recovered calls, ${r.mttrSeconds.count}): p50 ${secs(r.mttrSeconds.p50)}, p90 ${secs(r.mttrSeconds.p90)}, p99 ${secs(r.mttrSeconds.p99)}`,
     `Recovery spend: $${r.costUsd.toFixed(4)} ($${r.costPerIncidentUsd.toFixed(4)} per incident)`,
   );
+  const w = r.watchdog;
+  if (w.events > 0) {
+    section(
+      `Watchdog: long runs (${w.sessions} sessions)`,
+      ["tier", "runs", "recovered", "failed", "success"],
+      w.tiers.map((t) => [t.tier, t.runs, t.recovered, t.failed, pct(t.successRate)]),
+    );
+    out.push(
+      `Verdicts entered: ${w.verdicts.map((v) => `${oneLine(v.verdict)} ${v.count}`).join(", ") || "none"}`,
+      `Gave up (restart intensity reached): ${w.gaveUp}`,
+    );
+  }
   return out.join("\n");
 }

@@ -20,6 +20,10 @@ export const SPAN_TOOL_CALL = "agent.tool_call";
 export const SPAN_TOOL_CALL_ERROR = "agent.tool_call.error";
 export const SPAN_DIAGNOSIS = "agent.diagnosis";
 export const SPAN_RECOVERY = "agent.recovery";
+/** A long run's heartbeat changed verdict (an instant span). */
+export const SPAN_WATCHDOG_VERDICT = "agent.watchdog.verdict";
+/** One watchdog tier at work, from its start until it proved progress or failed. */
+export const SPAN_WATCHDOG_RECOVERY = "agent.watchdog.recovery";
 
 // ---- Standard attributes (GenAI conventions and stable `error.type`) ----------------------
 export const ATTR_GEN_AI_OPERATION_NAME = "gen_ai.operation.name";
@@ -50,6 +54,24 @@ export const GEN_AI_LLM_OPERATIONS: readonly string[] = [
 /** `error.type` value when the thrown value has no class name worth reporting. */
 export const ERROR_TYPE_OTHER = "_OTHER";
 
+// ---- Vercel AI SDK (`ai`) telemetry, read by the span processor and `selfheal/ai-sdk` -----
+// Its spans carry no `gen_ai.operation.name`: the operation is `ai.operationId` (the span name).
+/** Span of one tool execution (`ai.toolCall.name`, `ai.toolCall.id`). */
+export const AI_SDK_SPAN_TOOL_CALL = "ai.toolCall";
+/** Spans of one model call (one step of generateText / streamText / generateObject / streamObject). */
+export const AI_SDK_MODEL_CALL_SPANS: readonly string[] = [
+  "ai.generateText.doGenerate",
+  "ai.streamText.doStream",
+  "ai.generateObject.doGenerate",
+  "ai.streamObject.doStream",
+];
+export const ATTR_AI_OPERATION_ID = "ai.operationId";
+export const ATTR_AI_TOOL_CALL_NAME = "ai.toolCall.name";
+export const ATTR_AI_MODEL_ID = "ai.model.id";
+/** Output tokens of a model call: `ai.usage.outputTokens`, or `ai.usage.completionTokens` (generateObject; v4). */
+export const ATTR_AI_USAGE_OUTPUT_TOKENS = "ai.usage.outputTokens";
+export const ATTR_AI_USAGE_COMPLETION_TOKENS = "ai.usage.completionTokens";
+
 // ---- selfheal attributes -------------------------------------------------------------------
 export const ATTR_TOOL_READ_ONLY = "selfheal.tool.read_only";
 export const ATTR_CALL_OUTCOME = "selfheal.call.outcome";
@@ -78,6 +100,23 @@ export const ATTR_RECOVERY_WASTED = "selfheal.recovery.wasted";
 export const ATTR_RECOVERY_COST_DIFFERENTIAL_USD =
   "selfheal.recovery.failover_cost_differential_usd";
 export const ATTR_CIRCUIT_PROBE = "selfheal.circuit.probe";
+
+// ---- MCP attributes (selfheal/mcp; OpenTelemetry MCP conventions, development status) -----
+/** @see https://opentelemetry.io/docs/specs/semconv/gen-ai/mcp/ */
+export const ATTR_MCP_METHOD_NAME = "mcp.method.name";
+export const ATTR_MCP_SESSION_ID = "mcp.session.id";
+export const ATTR_MCP_PROTOCOL_VERSION = "mcp.protocol.version";
+/** Stable network convention: `pipe` for stdio, `tcp` for HTTP. */
+export const ATTR_NETWORK_TRANSPORT = "network.transport";
+/** `mcp.method.name` of a tool call. */
+export const MCP_METHOD_TOOLS_CALL = "tools/call";
+/** `error.type` of a tool call answered with `isError: true` (the MCP conventions' value). */
+export const MCP_ERROR_TYPE_TOOL_ERROR = "tool_error";
+export const ATTR_WATCHDOG_SESSION_ID = "selfheal.watchdog.session_id";
+export const ATTR_WATCHDOG_VERDICT = "selfheal.watchdog.verdict";
+export const ATTR_WATCHDOG_REASON = "selfheal.watchdog.reason";
+export const ATTR_WATCHDOG_TIER = "selfheal.watchdog.tier";
+export const ATTR_WATCHDOG_OUTCOME = "selfheal.watchdog.outcome";
 
 /** Values of `selfheal.call.outcome`. */
 export const CALL_OUTCOMES = ["success", "error", "blocked", "recovered"] as const;
@@ -132,6 +171,22 @@ export type RecoveryOutcome = (typeof RECOVERY_OUTCOMES)[number];
 
 /** Values of the `selfheal_circuit_state` gauge. */
 export const CIRCUIT_STATES = ["closed", "half_open", "open"] as const;
+
+/** What the watchdog says of a long run's heartbeat (`state` label of the verdicts counter). */
+export const WATCHDOG_VERDICTS = [
+  "healthy",
+  "stalled",
+  "session_dead",
+  "context_bloat",
+  "unreadable",
+] as const;
+export type Verdict = (typeof WATCHDOG_VERDICTS)[number];
+/** The watchdog's recovery tiers, in the order they are tried. */
+export const WATCHDOG_TIERS = ["nudge", "context_reset", "rotation"] as const;
+export type Tier = (typeof WATCHDOG_TIERS)[number];
+/** How a tier ended: the run showed progress, it did not, or rotations hit the intensity limit. */
+export const WATCHDOG_OUTCOMES = ["recovered", "failed", "gave_up"] as const;
+export type TierOutcome = (typeof WATCHDOG_OUTCOMES)[number];
 
 /** Health states, in order of severity; the index is the `selfheal_health_status` gauge value. */
 export const HEALTH_STATUSES = ["healthy", "warning", "critical"] as const;

@@ -1,7 +1,7 @@
 /**
  * `selfheal/watchdog`: heartbeats of long agent runs, the verdicts on them, the agent's side of
- * supervision (inbox, snapshot) and the pieces of the supervisor's tiers. (The supervisor loop
- * and `selfheal watch` are still to come.)
+ * supervision (inbox, snapshot), and the supervisor that recovers a run in tiers (what
+ * `selfheal watch` runs), with its spans, metrics and event log.
  */
 export {
   heartbeat,
@@ -47,3 +47,4 @@ export {
   type SupervisorOptions,
   type Tier,
 } from "./supervisor.js";
+export { WatchdogTelemetry, type WatchdogLogLine } from "./telemetry.js";

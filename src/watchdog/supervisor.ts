@@ -1,12 +1,17 @@
+import type { MeterProvider, TracerProvider } from "@opentelemetry/api";
 import { systemClock, type Clock } from "../clock.js";
+import type { Logger } from "../engine/options.js";
+import { JsonlLog, type EventLogOptions } from "../recovery/event-log.js";
+import type { Tier } from "../telemetry/conventions.js";
 import { AlertThrottle } from "../notify/throttle.js";
 import { sendToInbox } from "./agent.js";
 import { heartbeatFile } from "./heartbeat.js";
 import { DEFAULT_INTENSITY, RestartIntensity, type IntensityOptions } from "./intensity.js";
+import { WatchdogTelemetry, type SupervisorEvent } from "./telemetry.js";
 import { DEFAULT_LIMITS, HeartbeatWatcher, type Limits, type Verdict } from "./verdict.js";
 
 /** The recovery tiers, in the order they are tried. */
-export type Tier = "nudge" | "context_reset" | "rotation";
+export type { Tier };
 const NEXT_TIER: Record<Tier, Tier> = {
   nudge: "context_reset",
   context_reset: "rotation",
@@ -28,11 +33,7 @@ export interface RunControl {
   rotate(): Promise<void>;
 }
 
-export type SupervisorEvent =
-  | { kind: "verdict"; at: number; verdict: Verdict; reason: string }
-  | { kind: "tier"; at: number; tier: Tier; reason: string }
-  | { kind: "tier_result"; at: number; tier: Tier; outcome: "recovered" | "failed" }
-  | { kind: "gave_up"; at: number; reason: string };
+export type { SupervisorEvent };
 
 export interface SupervisorOptions {
   stateDir: string;
@@ -51,6 +52,16 @@ export interface SupervisorOptions {
   throttleMs?: number;
   onEvent?: (event: SupervisorEvent) => void;
   clock?: Clock;
+  /** `agent` label of the watchdog metrics and `gen_ai.agent.name` of its spans (default `agent`). */
+  agent?: string;
+  /** Spans of verdicts and tiers; default the global provider. */
+  tracerProvider?: TracerProvider | undefined;
+  /** `selfheal_watchdog_verdicts` and `selfheal_watchdog_recoveries`; default the global provider. */
+  meterProvider?: MeterProvider | undefined;
+  /** JSONL file each event is appended to (the format `selfheal report` reads). */
+  eventLog?: string | EventLogOptions;
+  /** Where a failing event log is reported (default console.warn). */
+  logger?: Logger;
 }
 
 const PROVE_MS: Record<Tier, number> = { nudge: 15_000, context_reset: 60_000, rotation: 60_000 };
@@ -78,9 +89,25 @@ export class Supervisor {
   private launchedAt: number;
   private readonly deadMs: number;
   private gaveUp = false;
+  private readonly telemetry: WatchdogTelemetry;
+  private readonly eventLog: JsonlLog | undefined;
 
   constructor(private readonly options: SupervisorOptions) {
     this.clock = options.clock ?? systemClock;
+    const logger = options.logger ?? {
+      warn: (m: string) => {
+        console.warn(m);
+      },
+    };
+    this.eventLog =
+      options.eventLog === undefined ? undefined : new JsonlLog(options.eventLog, logger);
+    this.telemetry = new WatchdogTelemetry({
+      agent: options.agent ?? "agent",
+      sessionId: options.sessionId,
+      tracerProvider: options.tracerProvider,
+      meterProvider: options.meterProvider,
+      eventLog: this.eventLog,
+    });
     this.watcher = new HeartbeatWatcher(heartbeatFile(options.stateDir, options.sessionId), {
       ...DEFAULT_LIMITS,
       ...options.limits,
@@ -112,6 +139,11 @@ export class Supervisor {
   stop(): void {
     this.stopped = true;
     this.cancelTimer?.();
+  }
+
+  /** Resolves once every event is in the event log. */
+  flush(): Promise<void> {
+    return this.eventLog?.flush() ?? Promise.resolve();
   }
 
   /** One look at the heartbeat, and what follows from it. */
@@ -157,6 +189,11 @@ export class Supervisor {
   async processDied(reason: string): Promise<void> {
     if (this.stopped || this.pending?.rotateAt !== undefined) return;
     const now = this.clock.now();
+    // A tier still proving itself has failed: its run is gone.
+    if (this.pending) {
+      this.emit({ kind: "tier_result", at: now, tier: this.pending.tier, outcome: "failed" });
+      this.pending = undefined;
+    }
     this.emit({ kind: "verdict", at: now, verdict: "session_dead", reason });
     this.lastVerdict = "session_dead";
     await this.run("rotation", reason, now);
@@ -217,6 +254,7 @@ export class Supervisor {
   }
 
   private emit(event: SupervisorEvent): void {
+    this.telemetry.record(event);
     try {
       this.options.onEvent?.(event);
     } catch {

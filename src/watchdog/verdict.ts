@@ -1,8 +1,9 @@
+import type { Verdict } from "../telemetry/conventions.js";
 import type { Heartbeat } from "./heartbeat.js";
 import { readHeartbeat, type Unreadable } from "./reader.js";
 
 /** What the watchdog concludes about a run. */
-export type Verdict = "healthy" | "stalled" | "session_dead" | "context_bloat" | "unreadable";
+export type { Verdict };
 
 export interface Limits {
   /** No heartbeat for this long: the session is dead, ms (default 30 s). */

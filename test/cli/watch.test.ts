@@ -1,5 +1,5 @@
-import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -26,7 +26,11 @@ const FAST = [
   "800",
 ];
 
-function watch(mode: string, extra: string[] = []) {
+function watch(
+  mode: string,
+  extra: string[] = [],
+  started: (child: ChildProcess) => void = () => undefined,
+) {
   const stateDir = join(root, `s${n++}`);
   return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
     const child = spawn(
@@ -53,6 +57,7 @@ function watch(mode: string, extra: string[] = []) {
     child.once("exit", (code) => {
       resolve({ code, stdout, stderr });
     });
+    started(child);
   });
 }
 
@@ -88,6 +93,53 @@ describe("selfheal watch (built CLI, a real child-process agent)", () => {
     expect(out.stderr).toMatch(/tier rotation/);
     expect(out.stdout).toContain("resumed from 5");
     expect(out.stdout).toContain("finished");
+  }, 30_000);
+
+  it("context past the token limit: context_bloat, Tier 2 resets and restarts it; the event log makes a report", async () => {
+    const eventLog = join(root, `bloat-${n}.jsonl`);
+    const out = await watch("bloat", [
+      "--token-limit",
+      "10000",
+      "--agent",
+      "nightly",
+      "--event-log",
+      eventLog,
+    ]);
+    expect(out.code).toBe(0);
+    expect(out.stderr).toMatch(
+      /verdict context_bloat: context at \d+% of 10000 tokens \(limit 92%\)/,
+    );
+    expect(out.stderr).toMatch(/tier context_reset:/);
+    expect(out.stderr).toMatch(/tier context_reset recovered/);
+    expect(out.stderr).not.toMatch(/tier nudge:|tier rotation:/);
+    expect(out.stdout).toMatch(/resumed from \d+/);
+    expect(out.stdout).toContain("finished");
+
+    const lines = readFileSync(eventLog, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as object);
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        type: "watchdog",
+        agent: "nightly",
+        kind: "tier_result",
+        tier: "context_reset",
+        outcome: "recovered",
+      }),
+    );
+    const report = execFileSync(process.execPath, [CLI, "report", eventLog], { encoding: "utf8" });
+    expect(report).toContain("Watchdog: long runs (1 sessions)");
+    expect(report).toMatch(/^context_reset\s+1\s+1\s+0\s+100\.0%$/m);
+  }, 30_000);
+
+  it("a signal to watch goes to the agent, and watch ends with the agent's exit code", async () => {
+    const out = await watch("long", [], (child) => {
+      setTimeout(() => child.kill("SIGTERM"), 1_500);
+    });
+    expect(out.stdout).toContain("agent got SIGTERM");
+    expect(out.code).toBe(0);
+    expect(out.stderr).not.toMatch(/tier /);
   }, 30_000);
 
   it("--once --json prints one verdict; a bad flag exits 2 with one line", async () => {

@@ -158,3 +158,66 @@ describe("review figures", () => {
     ]);
   });
 });
+
+describe("watchdog lines in the log (selfheal watch --event-log)", () => {
+  const line = (over: Record<string, unknown>) =>
+    JSON.stringify({
+      type: "watchdog",
+      at: Date.UTC(2026, 0, 1),
+      agent: "a",
+      session: "s1",
+      ...over,
+    });
+  const watchdogLog = [
+    line({ kind: "verdict", verdict: "stalled", reason: "step unmoved" }),
+    line({ kind: "tier", tier: "nudge", reason: "step unmoved" }),
+    line({ kind: "tier_result", tier: "nudge", outcome: "failed" }),
+    line({ kind: "tier", tier: "context_reset", reason: "nudge did not help" }),
+    line({ kind: "tier_result", tier: "context_reset", outcome: "recovered" }),
+    line({ session: "s2", kind: "verdict", verdict: "session_dead", reason: "no beat" }),
+    line({ session: "s2", kind: "tier", tier: "rotation", reason: "no beat" }),
+    line({ session: "s2", kind: "gave_up", reason: "3 restarts in 10 min" }),
+    line({ kind: "tier_result", tier: 7, outcome: "recovered" }),
+    line({ kind: "launch" }),
+    event({}),
+  ].join("\n");
+  const review = reviewText(watchdogLog);
+
+  it("counts each tier's runs and results, verdicts entered and give-ups, per session", () => {
+    expect(review.events).toBe(1);
+    expect(review.watchdog).toEqual({
+      events: 8,
+      sessions: 2,
+      verdicts: [
+        { verdict: "session_dead", count: 1 },
+        { verdict: "stalled", count: 1 },
+      ],
+      tiers: [
+        { tier: "nudge", runs: 1, recovered: 0, failed: 1, successRate: 0 },
+        { tier: "context_reset", runs: 1, recovered: 1, failed: 0, successRate: 1 },
+        { tier: "rotation", runs: 1, recovered: 0, failed: 0, successRate: 0 },
+      ],
+      gaveUp: 1,
+    });
+  });
+
+  it("a bad watchdog line is named, not counted", () => {
+    expect(review.malformedSamples).toEqual([
+      "line 9: watchdog event: tier is not a string",
+      'line 10: watchdog event: kind "launch" is not a watchdog event',
+    ]);
+  });
+
+  it("the terminal and the HTML show the tiers", () => {
+    const text = renderText(review);
+    expect(text).toContain("Watchdog: long runs (2 sessions)");
+    expect(text).toMatch(/^context_reset\s+1\s+1\s+0\s+100\.0%$/m);
+    expect(text).toContain("Gave up (restart intensity reached): 1");
+    const html = renderHtml(review);
+    expect(html).toContain("<td>context_reset</td><td>1</td><td>1</td><td>0</td><td>100.0%</td>");
+  });
+
+  it("a log without watchdog lines has no watchdog section", () => {
+    expect(renderText(reviewText(event({})))).not.toContain("Watchdog");
+  });
+});

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -8,7 +8,10 @@ import {
   supervised,
   Supervisor,
   type SupervisorEvent,
+  type SupervisorOptions,
 } from "../../src/watchdog/index.js";
+import { reviewText } from "../../src/report/analyze.js";
+import { recordingMeters, recordingProvider, tree } from "../helpers/otel.js";
 
 const root = mkdtempSync(join(tmpdir(), "selfheal-supervisor-"));
 let n = 0;
@@ -23,7 +26,7 @@ afterAll(() => {
  */
 function setup(
   behaviour: { afterRestart?: "steps" | "stuck"; afterRotate?: "steps" | "dead" } = {},
-  options: { tokenLimit?: number } = {},
+  options: { tokenLimit?: number; supervisor?: Partial<SupervisorOptions> } = {},
 ) {
   const clock = new VirtualClock();
   const stateDir = join(root, `d${n++}`);
@@ -67,6 +70,7 @@ function setup(
       alerts.push(alert.title);
     },
     onEvent: (e) => events.push(e),
+    ...options.supervisor,
   });
   const agent = supervised({ stateDir, sessionId, clock, pollMs: 60 * 60_000 });
   const nudges: string[] = [];
@@ -151,5 +155,105 @@ describe("the supervisor's tiers", () => {
     expect(t.sv.givenUp).toBe(true);
     // Three rotations within minutes: one rotation alert, and one that it gave up.
     expect(t.alerts).toEqual(["night was rotated", "supervision of night gave up"]);
+  });
+});
+
+describe("the supervisor's telemetry: spans, metrics, event log", () => {
+  it("a stall recovered by a nudge: a verdict span per change, a tier span, counts by state and outcome", async () => {
+    const otel = recordingProvider();
+    const meters = recordingMeters();
+    const eventLog = join(root, `events-${n++}.jsonl`);
+    const t = setup(
+      {},
+      {
+        supervisor: {
+          agent: "nightly",
+          tracerProvider: otel.provider,
+          meterProvider: meters.meterProvider,
+          eventLog,
+        },
+      },
+    );
+    for (let i = 0; i < 4; i++) await t.second5();
+    t.run.stepping = false;
+    for (let i = 0; i < 20; i++) await t.second5();
+    t.run.stepping = true;
+    await t.second5();
+    expect(t.results()).toEqual(["nudge:recovered"]);
+
+    expect(tree(otel.spans())).toEqual([
+      "agent.watchdog.verdict",
+      "agent.watchdog.verdict",
+      "agent.watchdog.recovery",
+      "agent.watchdog.verdict",
+    ]);
+    const verdicts = otel.named("agent.watchdog.verdict").map((s) => s.attributes);
+    expect(verdicts.map((a) => a["selfheal.watchdog.verdict"])).toEqual([
+      "healthy",
+      "stalled",
+      "healthy",
+    ]);
+    expect(verdicts[1]).toMatchObject({
+      "gen_ai.agent.name": "nightly",
+      "selfheal.watchdog.session_id": "night",
+    });
+    const [tier] = otel.named("agent.watchdog.recovery");
+    expect(tier?.attributes).toMatchObject({
+      "selfheal.watchdog.tier": "nudge",
+      "selfheal.watchdog.outcome": "recovered",
+    });
+    // The span lasts from the nudge to the step that proved it, on the supervisor's clock.
+    expect(tier?.duration[0]).toBeGreaterThan(0);
+
+    const points = await meters.read();
+    expect(points.get("selfheal_watchdog_verdicts{agent=nightly,state=stalled}")).toBe(1);
+    expect(points.get("selfheal_watchdog_verdicts{agent=nightly,state=healthy}")).toBe(2);
+    expect(points.get("selfheal_watchdog_verdicts{agent=nightly,state=session_dead}")).toBe(0);
+    expect(
+      points.get("selfheal_watchdog_recoveries{agent=nightly,tier=nudge,outcome=recovered}"),
+    ).toBe(1);
+    expect(
+      points.get("selfheal_watchdog_recoveries{agent=nightly,tier=rotation,outcome=gave_up}"),
+    ).toBe(0);
+
+    await t.sv.flush();
+    const review = reviewText(readFileSync(eventLog, "utf8"));
+    expect(review.malformed).toBe(0);
+    expect(review.watchdog.tiers).toEqual([
+      { tier: "nudge", runs: 1, recovered: 1, failed: 0, successRate: 1 },
+    ]);
+    expect(review.watchdog.verdicts).toEqual([
+      { verdict: "healthy", count: 2 },
+      { verdict: "stalled", count: 1 },
+    ]);
+  });
+
+  it("a crash loop counts each failed rotation and the refusal to rotate again", async () => {
+    const meters = recordingMeters();
+    const t = setup(
+      { afterRotate: "dead" },
+      { supervisor: { agent: "loop", meterProvider: meters.meterProvider } },
+    );
+    await t.second5();
+    t.run.beating = false;
+    for (let i = 0; i < 80; i++) await t.second5();
+    const points = await meters.read();
+    expect(
+      points.get("selfheal_watchdog_recoveries{agent=loop,tier=rotation,outcome=failed}"),
+    ).toBe(3);
+    expect(
+      points.get("selfheal_watchdog_recoveries{agent=loop,tier=rotation,outcome=gave_up}"),
+    ).toBe(1);
+  });
+
+  it("a process that dies while a tier proves itself fails that tier before the rotation", async () => {
+    const t = setup({ afterRotate: "steps" });
+    for (let i = 0; i < 4; i++) await t.second5();
+    t.run.stepping = false;
+    for (let i = 0; i < 20; i++) await t.second5();
+    expect(t.tiers()).toEqual(["nudge"]);
+    await t.sv.processDied("exited with code 1");
+    expect(t.results()).toEqual(["nudge:failed"]);
+    expect(t.tiers()).toEqual(["nudge", "rotation"]);
   });
 });
