@@ -6,6 +6,7 @@ export type {
   HealthOptions,
   Logger,
   SelfHealingOptions,
+  StepReporter,
   ToolFunction,
   ToolKind,
   ToolOptions,

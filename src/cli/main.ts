@@ -14,6 +14,12 @@ import { renderHtml } from "../report/render-html.js";
 import { renderText } from "../report/render-text.js";
 import { runScenario, type TimelineEntry } from "../sim/run.js";
 import { SCENARIOS } from "../sim/scenarios.js";
+import {
+  LONG_RUNS,
+  runLongRuns,
+  type LongRunEntry,
+  type LongRunsResult,
+} from "../sim/long-runs.js";
 import { escapeControl, oneLine } from "../telemetry/redact.js";
 import { CommandFailedError, UsageError } from "./errors.js";
 import { status } from "./status.js";
@@ -41,7 +47,7 @@ Plays an hour of incident against a simulated agent fleet in a few seconds, ever
 going through selfheal with its defaults, and prints the timeline and a summary.
 
 Options:
-  --scenario NAME  one of: ${Object.keys(SCENARIOS).join(", ")} (default provider-outage)
+  --scenario NAME  one of: ${Object.keys(SCENARIOS).join(", ")}, long-runs (default provider-outage)
   --speed N        virtual seconds per real second, ${MIN_SPEED} to ${MAX_SPEED} (default: as fast as it runs)
   --json           print one JSON object with the run's figures instead
   --metrics-port P serve the run's Prometheus metrics on 127.0.0.1:P/metrics while it runs
@@ -76,6 +82,40 @@ const COLORS: Record<TimelineEntry["kind"], number> = {
   page: 31,
 };
 
+const LONG_RUN_COLORS: Record<LongRunEntry["kind"], number> = {
+  verdict: 33,
+  tier: 36,
+  tier_result: 32,
+  gave_up: 31,
+  page: 31,
+};
+const SCENARIO_NAMES = [...Object.keys(SCENARIOS), LONG_RUNS.name].join(", ");
+
+/** The night's figures: one JSON object, or the summary. */
+function printLongRuns(night: LongRunsResult, json: boolean, wallSeconds: number): void {
+  if (json) {
+    console.log(JSON.stringify(night));
+    return;
+  }
+  const tiers = (t: Record<string, number>) =>
+    Object.entries(t)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(", ");
+  const rows: [string, string][] = [
+    ["runs (with a fault)", `${night.runs} (${night.faulted})`],
+    ["finished by morning", String(night.finished)],
+    ["recovered, by tier", tiers(night.recovered_by_tier)],
+    ["tier runs that did not help", tiers(night.failed_by_tier)],
+    ["given up (restart intensity)", String(night.gave_up)],
+    ["pages sent (throttled per run)", String(night.pages)],
+    ["pages if every bad look paged", String(night.pages_unthrottled)],
+  ];
+  console.log(
+    `\n${paint(1, "summary")} (${night.virtual_minutes} virtual minutes in ${wallSeconds.toFixed(1)} s)`,
+  );
+  for (const [k, v] of rows) console.log(`  ${k.padEnd(48)} ${v}`);
+}
+
 function clockText(ms: number): string {
   const s = Math.floor(ms / 1000);
   return `${String(Math.floor(s / 60)).padStart(2, "0")}:${String(s % 60).padStart(2, "0")}`;
@@ -102,17 +142,19 @@ async function demo(argv: string[]): Promise<void> {
     return;
   }
   if (values.list) {
-    for (const s of Object.values(SCENARIOS)) console.log(`${s.name.padEnd(20)} ${s.description}`);
+    for (const s of [...Object.values(SCENARIOS), LONG_RUNS])
+      console.log(`${s.name.padEnd(20)} ${s.description}`);
     return;
   }
   // Own names only: "__proto__" or "constructor" is not a scenario.
-  const scenario = Object.hasOwn(SCENARIOS, values.scenario)
-    ? SCENARIOS[values.scenario]
-    : undefined;
+  const scenario =
+    values.scenario === LONG_RUNS.name
+      ? LONG_RUNS
+      : Object.hasOwn(SCENARIOS, values.scenario)
+        ? SCENARIOS[values.scenario]
+        : undefined;
   if (!scenario) {
-    throw new UsageError(
-      `unknown scenario "${values.scenario}" (known: ${Object.keys(SCENARIOS).join(", ")})`,
-    );
+    throw new UsageError(`unknown scenario "${values.scenario}" (known: ${SCENARIO_NAMES})`);
   }
   let speed: number | undefined;
   if (values.speed !== undefined) {
@@ -139,29 +181,55 @@ async function demo(argv: string[]): Promise<void> {
     if (metrics.otlp) console.log(`  metrics: ${metrics.otlp.url} (${metrics.otlp.protocol})`);
     if (telemetry.metricsUrl) console.log(`  metrics: ${telemetry.metricsUrl}`);
   }
-  const result = await runScenario(scenario, {
+  const onMinute = async (virtualMs: number) => {
+    if (progress)
+      process.stdout.write(
+        `\r  virtual time ${clockText(virtualMs)} / ${clockText(scenario.durationMs)}`,
+      );
+    if (speed !== undefined) {
+      const due = wallStart + virtualMs / speed;
+      const wait = due - performance.now();
+      // Within a timer's range whatever the speed (the bounds on --speed keep it there).
+      if (wait > 0)
+        await new Promise((resolve) => setTimeout(resolve, Math.min(wait, 2 ** 31 - 1)));
+    }
+  };
+  const say = (atMs: number, kind: string, color: number, text: string) => {
+    if (!live) return;
+    if (progress) process.stdout.write("\r\u001b[K");
+    console.log(`  [${clockText(atMs)}] ${paint(color, kind.padEnd(8))} ${text}`);
+  };
+  const sink = {
     ...(eventLog !== undefined && { eventLog }),
     telemetry: {
       tracerProvider: telemetry?.tracerProvider,
       meterProvider: telemetry?.meterProvider,
     },
-    onTimeline: (e) => {
-      if (!live) return;
-      if (progress) process.stdout.write("\r\u001b[K");
-      console.log(`  [${clockText(e.atMs)}] ${paint(COLORS[e.kind], e.kind.padEnd(8))} ${e.text}`);
-    },
-    onMinute: async (virtualMs) => {
-      if (progress)
-        process.stdout.write(
-          `\r  virtual time ${clockText(virtualMs)} / ${clockText(scenario.durationMs)}`,
+    onMinute,
+  };
+  if ("mix" in scenario) {
+    const night = await runLongRuns(scenario, {
+      ...sink,
+      onEntry: (e) => {
+        say(
+          e.atMs,
+          e.kind === "tier_result" ? "result" : e.kind,
+          LONG_RUN_COLORS[e.kind],
+          `${e.session} ${e.text}`,
         );
-      if (speed !== undefined) {
-        const due = wallStart + virtualMs / speed;
-        const wait = due - performance.now();
-        // Within a timer's range whatever the speed (the bounds on --speed keep it there).
-        if (wait > 0)
-          await new Promise((resolve) => setTimeout(resolve, Math.min(wait, 2 ** 31 - 1)));
-      }
+      },
+    });
+    if (progress) process.stdout.write("\r\u001b[K");
+    await stopCliTelemetry(telemetry);
+    printLongRuns(night, values.json, (performance.now() - wallStart) / 1000);
+    if (eventLog !== undefined && !values.json)
+      console.log(`\nwatchdog events appended to ${oneLine(eventLog)}`);
+    return;
+  }
+  const result = await runScenario(scenario, {
+    ...sink,
+    onTimeline: (e) => {
+      say(e.atMs, e.kind, COLORS[e.kind], e.text);
     },
   });
   if (progress) process.stdout.write("\r\u001b[K");

@@ -54,6 +54,7 @@ export function endCall<A, R>(
     );
   }
   engine.metrics.toolCall(tool.labels, ending.outcome, record.durationMs, ending.empty);
+  if (options.heartbeat) beat(engine, tool.name);
   if (events.has("tool-call")) {
     events.emit("tool-call", {
       ...record,
@@ -61,6 +62,20 @@ export function endCall<A, R>(
       taskId: c.taskId,
       ...(ending.failure && { errorType: ending.failure.type, error: ending.failure.message }),
     });
+  }
+}
+
+/** The run moved one step: a heartbeat that fails is logged, never the call's failure. */
+function beat(engine: Engine, tool: string): void {
+  const { heartbeat, logger } = engine.options;
+  const warn = (error: unknown) => {
+    logger.warn(`selfheal: heartbeat failed after ${tool}: ${redact(describeThrown(error))}`);
+  };
+  try {
+    const written = heartbeat?.advance({ stage: "tool_call", lastTool: tool });
+    if (written instanceof Promise) written.catch(warn);
+  } catch (error) {
+    warn(error);
   }
 }
 

@@ -77,6 +77,16 @@ export interface SelfHealingOptions {
   maxErrorLength?: number;
   /** Default `console`. */
   logger?: Logger;
+  /**
+   * A long run's heartbeat (`supervised()` or `heartbeat()` from `selfheal/watchdog`): each
+   * call that ends moves it one step (stage `tool_call`, `lastTool` its tool).
+   */
+  heartbeat?: StepReporter;
+}
+
+/** What the engine needs of a heartbeat: one step more. */
+export interface StepReporter {
+  advance(beat: { stage: string; lastTool?: string }): unknown;
 }
 
 export interface ResolvedOptions extends ResolvedDiagnosis {
@@ -95,6 +105,7 @@ export interface ResolvedOptions extends ResolvedDiagnosis {
   recordResults: boolean;
   maxErrorLength: number;
   logger: Logger;
+  heartbeat: StepReporter | undefined;
 }
 
 const TOP_LEVEL = [
@@ -110,6 +121,7 @@ const TOP_LEVEL = [
   "recordResults",
   "maxErrorLength",
   "logger",
+  "heartbeat",
 ] as const satisfies readonly (keyof SelfHealingOptions)[];
 
 /** Validates user options once, at construction; every message names the bad field. */
@@ -126,6 +138,7 @@ export function resolveOptions(input: unknown): ResolvedOptions {
   optionalBoolean(o.recordResults, "recordResults");
   numbers(o, { maxErrorLength: { min: 16, integer: true } }, "");
   if (o.logger !== undefined) withMethods(o.logger, "logger", ["warn"]);
+  if (o.heartbeat !== undefined) withMethods(o.heartbeat, "heartbeat", ["advance"]);
 
   const { windows, ...health } = resolveHealth(o.health, o.store !== undefined);
   const diagnosis = resolveDiagnosis(o.diagnosis);
@@ -144,5 +157,6 @@ export function resolveOptions(input: unknown): ResolvedOptions {
     recordResults: opts.recordResults ?? false,
     maxErrorLength: opts.maxErrorLength ?? DEFAULT_MAX_TEXT_LENGTH,
     logger: safeLogger(opts.logger ?? console),
+    heartbeat: opts.heartbeat,
   };
 }

@@ -66,6 +66,12 @@ export interface SupervisedOptions {
   minIntervalMs?: number;
   /** How often the inbox is read, ms (default 500). */
   pollMs?: number;
+  /**
+   * While the process lives, the last beat is written again after this long without one, ms
+   * (default 10000, a third of the dead limit; 0: never). A run stuck awaiting a call then reads
+   * as stalled (its step does not move) rather than dead (its process is gone or frozen).
+   */
+  keepAliveMs?: number;
   clock?: Clock;
 }
 
@@ -81,6 +87,7 @@ export class Supervised {
   private readonly beats: HeartbeatWriter;
   private readonly clock: Clock;
   private readonly pollMs: number;
+  private readonly keepAliveMs: number;
   private readonly handlers = { nudge: new Set<Handler>(), context_reset: new Set<Handler>() };
   private seen = 0;
   private cancelPoll: (() => void) | undefined;
@@ -97,6 +104,7 @@ export class Supervised {
     this.sessionId = options.sessionId ?? process.env.SELFHEAL_SESSION_ID ?? "agent";
     this.clock = options.clock ?? systemClock;
     this.pollMs = options.pollMs ?? 500;
+    this.keepAliveMs = options.keepAliveMs ?? 10_000;
     this.beats = heartbeat({
       stateDir,
       sessionId: this.sessionId,
@@ -108,6 +116,11 @@ export class Supervised {
 
   beat(beat: Beat): Promise<void> {
     return this.beats.beat(beat);
+  }
+
+  /** One step more (see HeartbeatWriter.advance): pass `run` as the engine's `heartbeat`. */
+  advance(beat: Omit<Beat, "stepIdx">): Promise<void> {
+    return this.beats.advance(beat);
   }
 
   /** Calls `handler` for each nudge (once per message); returns a function that stops it. */
@@ -178,9 +191,12 @@ export class Supervised {
     this.cancelPoll = this.clock.setTimer(
       this.pollMs,
       () => {
-        void this.poll().finally(() => {
-          this.schedule();
-        });
+        const alive = this.keepAliveMs > 0 ? this.beats.refresh(this.keepAliveMs) : undefined;
+        void Promise.all([alive, this.poll()])
+          .catch(() => undefined) // a failed read or write is tried again on the next poll
+          .finally(() => {
+            this.schedule();
+          });
       },
       { unref: true },
     );

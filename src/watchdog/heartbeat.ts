@@ -114,6 +114,31 @@ export class HeartbeatWriter {
     return this.writing;
   }
 
+  /**
+   * One step more: beats with `stepIdx` one past the last (1 for the first). What the engine
+   * calls after each tool call when given this writer as its `heartbeat`.
+   */
+  advance(beat: Omit<Beat, "stepIdx">): Promise<void> {
+    return this.beat({ ...beat, stepIdx: Math.max(0, this.lastStep) + 1 });
+  }
+
+  /**
+   * Writes the last beat again, its step unchanged, when nothing was written for `olderThanMs`:
+   * the process is alive, so a run waiting on a hung call reads as stalled, not dead.
+   */
+  refresh(olderThanMs: number): Promise<void> {
+    const last = this.last;
+    if (!last || this.pending || this.clock.now() - this.lastWriteAt < olderThanMs)
+      return this.writing;
+    const { stage, stepIdx, contextTokens, lastTool } = last;
+    return this.write({
+      stage,
+      stepIdx,
+      ...(contextTokens !== undefined && { contextTokens }),
+      ...(lastTool !== undefined && { lastTool }),
+    });
+  }
+
   /** Writes the beat waiting for its interval, if any (before an error, before exit). */
   flush(): Promise<void> {
     this.cancelTimer?.();

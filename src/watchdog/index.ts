@@ -42,6 +42,7 @@ export {
 export { headAndTail, type Summariser } from "./summarise.js";
 export {
   Supervisor,
+  type RunChannel,
   type RunControl,
   type SupervisorEvent,
   type SupervisorOptions,

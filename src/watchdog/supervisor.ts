@@ -4,7 +4,9 @@ import type { Logger } from "../engine/options.js";
 import { JsonlLog, type EventLogOptions } from "../recovery/event-log.js";
 import type { Tier } from "../telemetry/conventions.js";
 import { AlertThrottle } from "../notify/throttle.js";
-import { sendToInbox } from "./agent.js";
+import { SelfHealConfigError } from "../errors.js";
+import { sendToInbox, type InboxMessage } from "./agent.js";
+import { readHeartbeat, type ReadResult } from "./reader.js";
 import { heartbeatFile } from "./heartbeat.js";
 import { DEFAULT_INTENSITY, RestartIntensity, type IntensityOptions } from "./intensity.js";
 import { WatchdogTelemetry, type SupervisorEvent } from "./telemetry.js";
@@ -35,9 +37,21 @@ export interface RunControl {
 
 export type { SupervisorEvent };
 
+/**
+ * Where the supervisor reads a run's heartbeat and sends its messages. The default is the files
+ * in `stateDir` that `supervised()` and `heartbeat()` write; the simulator keeps them in memory.
+ */
+export interface RunChannel {
+  read(now: number): Promise<ReadResult>;
+  send(message: Omit<InboxMessage, "seq">): Promise<unknown>;
+}
+
 export interface SupervisorOptions {
-  stateDir: string;
+  /** Where the run's files are (heartbeat, inbox); required unless `channel` is given. */
+  stateDir?: string;
   sessionId: string;
+  /** Instead of the files in `stateDir`. */
+  channel?: RunChannel;
   control: RunControl;
   limits?: Partial<Limits>;
   /** How often the heartbeat is read, ms (default 5000). */
@@ -64,6 +78,17 @@ export interface SupervisorOptions {
   logger?: Logger;
 }
 
+/** The run's files in `stateDir`, as `supervised()` writes and reads them. */
+function fileChannel(stateDir: string | undefined, sessionId: string): RunChannel {
+  if (stateDir === undefined)
+    throw new SelfHealConfigError("Supervisor.stateDir", "required unless a channel is given");
+  const file = heartbeatFile(stateDir, sessionId);
+  return {
+    read: (now) => readHeartbeat(file, now),
+    send: (message) => sendToInbox(stateDir, sessionId, message),
+  };
+}
+
 const PROVE_MS: Record<Tier, number> = { nudge: 15_000, context_reset: 60_000, rotation: 60_000 };
 
 /**
@@ -74,6 +99,7 @@ const PROVE_MS: Record<Tier, number> = { nudge: 15_000, context_reset: 60_000, r
  */
 export class Supervisor {
   private readonly watcher: HeartbeatWatcher;
+  private readonly channel: RunChannel;
   private readonly clock: Clock;
   private readonly intensity: RestartIntensity;
   private readonly throttle: AlertThrottle;
@@ -108,7 +134,8 @@ export class Supervisor {
       meterProvider: options.meterProvider,
       eventLog: this.eventLog,
     });
-    this.watcher = new HeartbeatWatcher(heartbeatFile(options.stateDir, options.sessionId), {
+    this.channel = options.channel ?? fileChannel(options.stateDir, options.sessionId);
+    this.watcher = new HeartbeatWatcher((now) => this.channel.read(now), {
       ...DEFAULT_LIMITS,
       ...options.limits,
     });
@@ -200,7 +227,7 @@ export class Supervisor {
   }
 
   private async run(tier: Tier, reason: string, now: number): Promise<void> {
-    const { stateDir, sessionId, control } = this.options;
+    const { sessionId, control } = this.options;
     if (tier === "rotation") {
       const decision = this.intensity.next(now);
       if (!decision.restart) {
@@ -221,7 +248,7 @@ export class Supervisor {
       this.emit({ kind: "tier", at: now, tier, reason });
       const text =
         tier === "nudge" ? `selfheal: ${reason}; carry on with your next step` : undefined;
-      await sendToInbox(stateDir, sessionId, { kind: tier, at: now, ...(text && { text }) });
+      await this.channel.send({ kind: tier, at: now, ...(text && { text }) });
       if (tier === "context_reset") {
         await control.restart();
         this.launchedAt = this.clock.now();

@@ -1,6 +1,6 @@
 import type { Verdict } from "../telemetry/conventions.js";
 import type { Heartbeat } from "./heartbeat.js";
-import { readHeartbeat, type Unreadable } from "./reader.js";
+import { readHeartbeat, type ReadResult, type Unreadable } from "./reader.js";
 
 /** What the watchdog concludes about a run. */
 export type { Verdict };
@@ -92,15 +92,19 @@ export class HeartbeatWatcher {
   private previous: Heartbeat | undefined;
   private last: Evaluation = { verdict: "healthy", reason: "no heartbeat read yet" };
   private failures = 0;
+  private readonly read: (now: number) => Promise<ReadResult>;
 
+  /** `source`: the heartbeat file, or a function that reads the heartbeat from elsewhere. */
   constructor(
-    private readonly file: string,
+    source: string | ((now: number) => Promise<ReadResult>),
     private readonly limits: Limits = DEFAULT_LIMITS,
     private readonly unreadableAfter = 3,
-  ) {}
+  ) {
+    this.read = typeof source === "string" ? (now) => readHeartbeat(source, now) : source;
+  }
 
   async look(now: number): Promise<Evaluation & { heartbeat?: Heartbeat; problem?: Unreadable }> {
-    const read = await readHeartbeat(this.file, now);
+    const read = await this.read(now);
     if (!read.ok) {
       this.failures++;
       if (this.failures >= this.unreadableAfter) {

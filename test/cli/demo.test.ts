@@ -27,6 +27,24 @@ describe("selfheal demo (built CLI)", () => {
     expect(r.auto_recovery_rate).toBeGreaterThanOrEqual(0.9);
   });
 
+  it("--scenario long-runs: a night of supervised runs, each tier's recoveries and the pages sent", () => {
+    const json = selfheal("demo", "--scenario", "long-runs", "--json");
+    expect(json.status).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      scenario: "long-runs",
+      runs: 40,
+      recovered_by_tier: { nudge: 6, context_reset: 6, rotation: 3 },
+      gave_up: 1,
+      pages: 5,
+    });
+    const text = selfheal("demo", "--scenario", "long-runs");
+    expect(text.status).toBe(0);
+    expect(text.stdout).toMatch(/\] result +night-\d+ nudge recovered/);
+    expect(text.stdout).toMatch(/\] page +night-\d+ supervision of night-\d+ gave up/);
+    expect(text.stdout).toMatch(/recovered, by tier +nudge 6, context_reset 6, rotation 3/);
+    expect(text.stdout).toMatch(/pages sent \(throttled per run\) +5/);
+  });
+
   it("prints a timeline and a summary", () => {
     const out = selfheal("demo", "--scenario", "silent-failure");
     expect(out.status).toBe(0);

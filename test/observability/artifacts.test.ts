@@ -237,7 +237,7 @@ describe("Prometheus rules", () => {
     );
 
   it("every alert has a severity, a summary, a description and a README runbook", () => {
-    expect(alerts.length).toBe(7);
+    expect(alerts.length).toBe(8);
     for (const a of alerts) {
       expect(["page", "ticket"], a.alert).toContain(a.labels?.severity);
       expect(a.annotations?.summary, a.alert).toBeTruthy();

@@ -412,6 +412,41 @@ const ROWS: RowSpec[] = [
       },
     ],
   },
+  {
+    row: "Long runs (watchdog)",
+    panels: [
+      {
+        title: "Watchdog verdicts per hour",
+        description:
+          "Verdicts the watchdog entered on long runs' heartbeats, per hour (selfheal_watchdog_verdicts, counted when a run's verdict changes): stalled, session_dead, context_bloat, unreadable, and healthy again.",
+        type: "timeseries",
+        unit: "suffix:/h",
+        targets: [
+          {
+            expr: `sum by (state) (${rate(`selfheal_watchdog_verdicts_total{${A}}`)}) * 3600`,
+            legend: "{{state}}",
+          },
+        ],
+        stacked: true,
+        min: 0,
+      },
+      {
+        title: "Watchdog tiers per hour",
+        description:
+          "Tiers the watchdog ran, per hour, by outcome (selfheal_watchdog_recoveries): recovered = the run's step moved within the tier's time. gave_up is a rotation refused by the restart intensity: it fires SelfhealWatchdogGaveUp.",
+        type: "timeseries",
+        unit: "suffix:/h",
+        targets: [
+          {
+            expr: `sum by (tier, outcome) (${rate(`selfheal_watchdog_recoveries_total{${A}}`)}) * 3600`,
+            legend: "{{tier}} {{outcome}}",
+          },
+        ],
+        stacked: true,
+        min: 0,
+      },
+    ],
+  },
 ];
 
 const datasource = { type: "prometheus", uid: "${datasource}" };

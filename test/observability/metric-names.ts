@@ -2,6 +2,7 @@ import type { Meter, MeterProvider } from "@opentelemetry/api";
 import { MeterProvider as SdkMeterProvider } from "@opentelemetry/sdk-metrics";
 import * as conventions from "../../src/telemetry/conventions.js";
 import { SelfHealMetrics } from "../../src/telemetry/metrics.js";
+import { WatchdogTelemetry } from "../../src/watchdog/telemetry.js";
 
 export type Kind = "counter" | "histogram" | "gauge";
 
@@ -45,6 +46,7 @@ function instrumentKinds(): Map<string, Kind> {
     () => undefined,
     () => undefined,
   );
+  new WatchdogTelemetry({ agent: "probe", sessionId: "probe", meterProvider: provider });
   return kinds;
 }
 

@@ -1,15 +1,20 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { isSelfHealConfigError } from "../../src/index.js";
+import { createSelfHealing, isSelfHealConfigError, type StepReporter } from "../../src/index.js";
+import { configError, NO_RECOVERY } from "../helpers/engine.js";
 import { VirtualClock } from "../../src/testing/index.js";
 import {
+  DEFAULT_LIMITS,
+  evaluate,
   headAndTail,
+  heartbeatFile,
   sendToInbox,
   snapshotFile,
   SnapshotError,
   supervised,
+  type Heartbeat,
   type InboxMessage,
 } from "../../src/watchdog/index.js";
 
@@ -99,6 +104,95 @@ describe("the agent's side of supervision", () => {
     } finally {
       if (saved !== undefined) process.env.SELFHEAL_STATE_DIR = saved;
     }
+  });
+});
+
+/** A second of virtual time, then real time until the run's poll (file I/O) has armed again. */
+async function second(clock: VirtualClock): Promise<void> {
+  await clock.advance(1_000);
+  while (clock.pendingTimers === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+}
+
+describe("a run's heartbeat from its tool calls, and while it waits", () => {
+  it("the engine moves the step once per call (stage tool_call, lastTool), whatever the outcome", async () => {
+    const clock = new VirtualClock();
+    const stateDir = freshDir();
+    const run = supervised({
+      stateDir,
+      sessionId: "auto",
+      clock,
+      minIntervalMs: 0,
+      pollMs: 60_000,
+    });
+    const sh = createSelfHealing({
+      agent: "a",
+      clock,
+      heartbeat: run,
+      logger: { warn: () => undefined },
+      recovery: NO_RECOVERY,
+    });
+    const search = sh.tool("search", { readOnly: true }, () => "ok");
+    const broken = sh.tool("broken", { readOnly: true }, () => {
+      throw new Error("nope");
+    });
+    await search(undefined);
+    await search(undefined);
+    await expect(broken(undefined)).rejects.toThrow("nope");
+    await run.close();
+    const beat = JSON.parse(readFileSync(heartbeatFile(stateDir, "auto"), "utf8")) as Heartbeat;
+    expect(beat).toMatchObject({ stage: "tool_call", stepIdx: 3, lastTool: "broken" });
+    await sh.close();
+  });
+
+  it("a heartbeat that fails is logged; the call still answers", async () => {
+    const warnings: string[] = [];
+    const sh = createSelfHealing({
+      agent: "a",
+      clock: new VirtualClock(),
+      heartbeat: {
+        advance: () => Promise.reject(new Error("disk full, token=sk-live-123456789012345678")),
+      },
+      logger: { warn: (m) => warnings.push(m) },
+    });
+    await expect(sh.tool("t", { readOnly: true }, () => "ok")(undefined)).resolves.toBe("ok");
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(warnings).toEqual([
+      expect.stringMatching(/^selfheal: heartbeat failed after t: .*disk full/),
+    ]);
+    expect(warnings[0]).not.toContain("sk-live");
+    const noMethod = configError(() =>
+      createSelfHealing({ agent: "a", heartbeat: {} as unknown as StepReporter }),
+    );
+    expect(noMethod.field).toBe("heartbeat");
+  });
+
+  it("keep-alive: a run awaiting a hung call is stalled, not dead", async () => {
+    const clock = new VirtualClock();
+    const stateDir = freshDir();
+    const run = supervised({ stateDir, sessionId: "wait", clock, minIntervalMs: 0, pollMs: 1_000 });
+    await run.beat({ stage: "tool_call", stepIdx: 4 });
+    for (let i = 0; i < 120; i++) await second(clock); // two minutes without a step
+    const file = heartbeatFile(stateDir, "wait");
+    const beat = JSON.parse(readFileSync(file, "utf8")) as Heartbeat;
+    expect(clock.now() - beat.at).toBeLessThanOrEqual(11_000);
+    expect(beat.stepIdx).toBe(4);
+    const limits = { ...DEFAULT_LIMITS, graceMs: 0 };
+    expect(evaluate(beat, undefined, clock.now(), limits).verdict).toBe("stalled");
+    await run.close();
+
+    const silent = supervised({
+      stateDir,
+      sessionId: "nokeep",
+      clock,
+      minIntervalMs: 0,
+      pollMs: 1_000,
+      keepAliveMs: 0,
+    });
+    await silent.beat({ stage: "tool_call", stepIdx: 4 });
+    for (let i = 0; i < 40; i++) await second(clock);
+    const still = JSON.parse(readFileSync(heartbeatFile(stateDir, "nokeep"), "utf8")) as Heartbeat;
+    expect(evaluate(still, undefined, clock.now(), limits).verdict).toBe("session_dead");
+    await silent.close();
   });
 });
 
