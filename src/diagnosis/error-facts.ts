@@ -6,6 +6,7 @@
  *   (OpenAI: `{ message, type, code }`; Anthropic: `{ type: "error", error: { type, message,
  *   details: { error_code } } }`), `code`/`type`/`errorCode` on the error itself.
  * - Google GenAI SDK: `ApiError` with `status` and the JSON body as its message (parsed).
+ * - Vercel AI SDK: `APICallError` (`statusCode`, `responseHeaders` as an object, `responseBody`).
  * - fetch: `HttpResponseError` (`status`, `headers`, `error`, `body`); undici's `fetch failed`
  *   and `terminated` with the socket error as `cause`.
  * - axios: `code` (ERR_BAD_RESPONSE, ECONNABORTED, ECONNRESET…), `response.status`,
@@ -289,7 +290,10 @@ function readOne(error: unknown, r: Reading): void {
   const ctor = get(error, "constructor");
   if (typeof ctor === "function" && ctor !== Object) pushString(facts.names, ctor.name);
 
-  const headers = readHeaders(get(error, "headers") ?? get(response, "headers"));
+  // The AI SDK's APICallError keeps them as `responseHeaders`, a plain object.
+  const headers = readHeaders(
+    get(error, "headers") ?? get(response, "headers") ?? get(error, "responseHeaders"),
+  );
   if (headers) {
     facts.headers.push(...headers.keys());
     r.retryAfter ??= retryAfter(headers, r.now);
@@ -306,8 +310,9 @@ function readOne(error: unknown, r: Reading): void {
   if (found) readBody(parsed as Bag, r, 0);
   for (const value of [get(response, "data"), get(response, "body"), get(error, "data")])
     if (readBodyValue(value, r)) found = true;
-  const body = get(error, "body");
-  if (!found && body !== undefined && readBodyValue(body, r)) found = true;
+  // A fetch wrapper's `body`; the AI SDK's raw `responseBody` text.
+  for (const body of [get(error, "body"), get(error, "responseBody")])
+    if (!found && body !== undefined && readBodyValue(body, r)) found = true;
   const details = get(error, "errorDetails"); // @google/generative-ai
   if (Array.isArray(details)) readDetails(details, r);
   if (!found && status !== undefined && typeof message === "string") {

@@ -60,6 +60,7 @@ export function openCall<A, R>(
       parent,
     );
   }
+  if (call.attributes !== undefined) span.setAttributes(call.attributes);
   if (taskId !== undefined) span.setAttribute(ATTR_TASK_ID, taskId);
   if (call.toolCallId !== undefined) span.setAttribute(ATTR_GEN_AI_TOOL_CALL_ID, call.toolCallId);
   if (options.recordArguments) {

@@ -1006,7 +1006,7 @@ describe("a wrapped tool refuses bad per-call options before it runs", () => {
       "an unknown option",
       { timeout: 5 },
       "timeout",
-      /unknown option \(known: signal, idempotencyKey, toolCallId, timeoutMs, deadlineMs\)/,
+      /unknown option \(known: signal, idempotencyKey, toolCallId, timeoutMs, deadlineMs, attributes\)/,
     ],
     [
       "a signal that is not an AbortSignal",
@@ -1029,6 +1029,24 @@ describe("a wrapped tool refuses bad per-call options before it runs", () => {
     ],
     ["a zero timeoutMs", { timeoutMs: 0 }, "timeoutMs", /must be >= 1, got 0/],
     ["a zero deadlineMs", { deadlineMs: 0 }, "deadlineMs", /must be >= 1, got 0/],
+    [
+      "attributes that are not an object",
+      { attributes: "mcp" },
+      "attributes",
+      /expected an object/,
+    ],
+    [
+      "an attribute that is an object",
+      { attributes: { "mcp.session.id": { id: 1 } } },
+      "attributes.mcp.session.id",
+      /expected a string, a finite number, a boolean, or an array of them/,
+    ],
+    [
+      "an attribute array with a NaN",
+      { attributes: { sizes: [1, Number.NaN] } },
+      "attributes.sizes",
+      /expected a string, a finite number/,
+    ],
   ];
 
   it.each(cases)("%s", async (_name, callOptions, key, problem) => {

@@ -297,6 +297,33 @@ describe("agent.tool_call attributes that depend on the call", () => {
   });
 });
 
+describe("per-call span attributes", () => {
+  beforeEach(() => {
+    otel.reset();
+  });
+  const callSpan = () => otel.named("agent.tool_call")[0];
+
+  it("go on the call's span as it opens, a refused write's included", async () => {
+    const { sh } = setup({
+      health: { cacheMs: 0, successRate: { warning: 0.9, critical: 0.5, minSamples: 1 } },
+    });
+    const attributes = { "mcp.method.name": "tools/call", "network.transport": "pipe" };
+    await sh.tool("read", { readOnly: true }, () => "ok")(undefined, { attributes });
+    expect(callSpan()?.attributes).toMatchObject(attributes);
+    const broken = sh.tool("broken", { readOnly: true }, () => {
+      throw new Error("down");
+    });
+    for (let i = 0; i < 3; i++) await broken(undefined).catch(() => undefined);
+    otel.reset();
+    const write = sh.tool("write", { readOnly: false }, () => "written");
+    await expect(write(undefined, { attributes })).rejects.toThrow(/refused/);
+    expect(callSpan()?.attributes).toMatchObject({
+      ...attributes,
+      "selfheal.call.outcome": "blocked",
+    });
+  });
+});
+
 describe('span: "attach" (a framework already opens a span per tool call)', () => {
   beforeEach(() => {
     otel.reset();

@@ -1,3 +1,4 @@
+import type { Attributes } from "@opentelemetry/api";
 import { SelfHealConfigError } from "../../errors.js";
 import { knownKeys, ms, numbers, object, optionalString } from "./validate.js";
 
@@ -13,6 +14,11 @@ export interface CallOptions {
   timeoutMs?: number;
   /** Overrides the tool's `deadlineMs` for this call: the whole call, recovery included. */
   deadlineMs?: number;
+  /**
+   * More attributes for this call's span (an adapter's `mcp.*`, say), written as it opens, so a
+   * refused call carries them too. Never put arguments or secrets here: nothing is redacted.
+   */
+  attributes?: Attributes;
 }
 
 /** The default deadline of a call, ms, when its tool's timeout is at most a third of it. */
@@ -37,11 +43,30 @@ const CALL_KEYS = [
   "toolCallId",
   "timeoutMs",
   "deadlineMs",
+  "attributes",
 ] as const satisfies readonly (keyof CallOptions)[];
 const TIME_RULES = { timeoutMs: ms(1), deadlineMs: ms(1) };
 
 /** Shared by every call without options: no allocation on the hot path. */
 const NO_CALL_OPTIONS: CallOptions = Object.freeze({});
+
+const isAttributeValue = (v: unknown): boolean =>
+  typeof v === "string" ||
+  typeof v === "boolean" ||
+  (typeof v === "number" && Number.isFinite(v));
+
+/** Span attributes: a plain object of strings, finite numbers and booleans (or arrays of one). */
+function checkAttributes(value: unknown, field: string): void {
+  const o = object(value, field);
+  for (const [key, v] of Object.entries(o)) {
+    const ok = Array.isArray(v) ? v.every(isAttributeValue) : isAttributeValue(v);
+    if (!ok)
+      throw new SelfHealConfigError(
+        `${field}.${key}`,
+        "expected a string, a finite number, a boolean, or an array of them",
+      );
+  }
+}
 
 /** Validates per-call options of a wrapped tool. */
 export function validateCallOptions(tool: string, input: unknown): CallOptions {
@@ -55,5 +80,6 @@ export function validateCallOptions(tool: string, input: unknown): CallOptions {
   optionalString(o.idempotencyKey, `${field}.idempotencyKey`);
   optionalString(o.toolCallId, `${field}.toolCallId`);
   numbers(o, TIME_RULES, field);
+  if (o.attributes !== undefined) checkAttributes(o.attributes, `${field}.attributes`);
   return o;
 }
