@@ -269,7 +269,12 @@ export const DEFAULT_RULES: readonly Rule[] = [
     name: "http-400",
     pattern: "BAD_REQUEST",
     confidence: 0.9,
-    match: [{ status: [400, 422] }, { name: ["BadRequestError", "UnprocessableEntityError"] }],
+    match: [
+      { status: [400, 422] },
+      { name: ["BadRequestError", "UnprocessableEntityError"] },
+      // The canonical code (gRPC, Google): selfheal/mcp gives it to JSON-RPC -32700/-32600/-32602.
+      { code: ["INVALID_ARGUMENT"] },
+    ],
   },
   {
     // A timeout while the upstream status page reports an incident is the service, not us.

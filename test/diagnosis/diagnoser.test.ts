@@ -132,6 +132,13 @@ const cases: [string, unknown, string, string][] = [
     "http-500",
   ],
   ["openai timeout", new APIConnectionTimeoutError(), "TIMEOUT", "timeout"],
+  // A canonical code with no status (gRPC, Google; selfheal/mcp's JSON-RPC invalid params)
+  [
+    "INVALID_ARGUMENT code",
+    Object.assign(new Error("Invalid params: unknown tool"), { code: "INVALID_ARGUMENT" }),
+    "BAD_REQUEST",
+    "http-400",
+  ],
   // Anthropic SDK
   [
     "anthropic 429",

@@ -51,9 +51,7 @@ const TIME_RULES = { timeoutMs: ms(1), deadlineMs: ms(1) };
 const NO_CALL_OPTIONS: CallOptions = Object.freeze({});
 
 const isAttributeValue = (v: unknown): boolean =>
-  typeof v === "string" ||
-  typeof v === "boolean" ||
-  (typeof v === "number" && Number.isFinite(v));
+  typeof v === "string" || typeof v === "boolean" || (typeof v === "number" && Number.isFinite(v));
 
 /** Span attributes: a plain object of strings, finite numbers and booleans (or arrays of one). */
 function checkAttributes(value: unknown, field: string): void {

@@ -78,7 +78,8 @@ const TOOL_KEYS = [
 ] as const satisfies readonly (keyof ToolOptions)[];
 
 const TOOL_KINDS: readonly ToolKind[] = ["tool", "llm"];
-const SPAN_MODES: readonly ToolSpanMode[] = ["child", "attach"];
+/** The values of `span` (and of the adapters' `spans`). */
+export const SPAN_MODES: readonly ToolSpanMode[] = ["child", "attach"];
 const TIME_RULES = { timeoutMs: ms(1), deadlineMs: ms(1) };
 
 /** `providers`: a non-empty list, each name declared in `recovery.providers`. */

@@ -1,0 +1,16 @@
+/**
+ * `selfheal/ai-sdk`: heals the tools and model calls of agents built on the Vercel AI SDK
+ * (`ai` 6). `healTools(sh, tools, { readOnly })` turns each tool's `execute` into a selfheal call;
+ * `healModel(sh, model, { fallback })` makes each model call one, with empty-answer detection and
+ * failover. For health from the SDK's own telemetry alone, add `sh.spanProcessor()` to the
+ * tracer provider and turn on `experimental_telemetry`.
+ */
+export { healTools, callContextOf } from "./ai-sdk/tools.js";
+export { healModel, selfHealMiddleware } from "./ai-sdk/model.js";
+export type {
+  AiSdkToolOptions,
+  HealModelOptions,
+  HealToolsOptions,
+  ModelRoute,
+} from "./ai-sdk/options.js";
+export type { LanguageModelV3 } from "./ai-sdk/types.js";

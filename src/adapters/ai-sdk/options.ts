@@ -1,0 +1,166 @@
+import { SPAN_MODES } from "../../engine/options/tool.js";
+import { SelfHealConfigError } from "../../errors.js";
+import type { Plans, ToolOptions, ToolSpanMode } from "../../index.js";
+import {
+  knownKeys,
+  object,
+  optionalChoice,
+  optionalFunction,
+  optionalString,
+  show,
+  type Plain,
+} from "../../engine/options/validate.js";
+import type { LanguageModelV3 } from "./types.js";
+
+/**
+ * selfheal options for one AI SDK tool, by tool name: those of `sh.tool` except what the
+ * adapter sets (`readOnly` comes from the `readOnly` option, `kind` is `tool`, `span` is
+ * `spans`). `idempotencyKey` and `cannedAnswer` receive the tool's input.
+ */
+export type AiSdkToolOptions = Omit<ToolOptions, "readOnly" | "kind" | "isEmpty" | "span">;
+
+export interface HealToolsOptions {
+  /**
+   * The tools that only read: a list of names, or a predicate. Every other tool is a write,
+   * refused while the agent is critical (there is no default: a tool must be declared to read).
+   */
+  readOnly?: readonly string[] | ((toolName: string) => boolean);
+  /** selfheal options per tool name (timeoutMs, plans, idempotencyKey, providers, ...). */
+  tools?: Readonly<Record<string, AiSdkToolOptions>>;
+  /**
+   * `child` (default): each call is an `agent.tool_call` span under the active one (the AI
+   * SDK's `ai.toolCall` when its telemetry is on). `attach`: selfheal writes on `ai.toolCall`
+   * instead, with no second span; with the SDK's telemetry off, `attach` acts as `child`.
+   */
+  spans?: ToolSpanMode;
+}
+
+/** A model with the provider name it is declared under in `recovery.providers`. */
+export interface ModelRoute {
+  provider: string;
+  model: LanguageModelV3;
+}
+
+export interface HealModelOptions {
+  /** The selfheal tool name of the model's calls (its health scope). Default: the model id. */
+  name?: string;
+  /** The primary's provider name (`gen_ai.provider.name`). Default: `model.provider`. */
+  provider?: string;
+  /**
+   * Models to fail over to, in order. Each provider (the route's `provider`, else the model's
+   * own `provider`) must be declared in `recovery.providers`, the primary's too.
+   */
+  fallback?: LanguageModelV3 | ModelRoute | readonly (LanguageModelV3 | ModelRoute)[];
+  /** Per attempt; for a stream, until its first answer part. */
+  timeoutMs?: number;
+  /** The whole call, recovery included. */
+  deadlineMs?: number;
+  /** Recovery chains by pattern for this model. */
+  plans?: Plans;
+  /** As in `healTools`: `attach` writes on the SDK's `ai.*.doGenerate` / `doStream` span. */
+  spans?: ToolSpanMode;
+}
+
+const TOOLS_KEYS = ["readOnly", "tools", "spans"];
+const MODEL_KEYS = [
+  "name",
+  "provider",
+  "fallback",
+  "timeoutMs",
+  "deadlineMs",
+  "plans",
+  "spans",
+] as const satisfies readonly (keyof HealModelOptions)[];
+/** What the adapter sets itself; a per-tool value would silently change the tool's safety. */
+const SET_BY_ADAPTER: Readonly<Record<string, string>> = {
+  readOnly: "list read-only tools in the readOnly option",
+  kind: "AI SDK tools are `tool`; model calls go through healModel",
+  isEmpty: "empty answers are judged on model calls (healModel), not tools",
+  span: "set `spans` in the options of healTools",
+};
+
+/** Validates healTools' arguments; names in `readOnly` and `tools` must be tools of the set. */
+export function checkToolsOptions(tools: unknown, input: unknown): HealToolsOptions {
+  const set = object(tools, "healTools(tools)");
+  const field = "healTools.options";
+  const o = input === undefined ? {} : object(input, field);
+  knownKeys(o, TOOLS_KEYS, field);
+  checkReadOnly(o.readOnly, set, `${field}.readOnly`);
+  if (o.tools !== undefined) {
+    const overrides = object(o.tools, `${field}.tools`);
+    for (const [name, value] of Object.entries(overrides))
+      checkToolOverrides(name, value, set, `${field}.tools.${name}`);
+  }
+  optionalChoice(o.spans, SPAN_MODES, `${field}.spans`);
+  return o;
+}
+
+function checkReadOnly(value: unknown, tools: Plain, field: string): void {
+  if (value === undefined || typeof value === "function") return;
+  if (!Array.isArray(value))
+    throw new SelfHealConfigError(field, "expected a list of tool names or a function");
+  for (const name of value as unknown[]) {
+    if (typeof name !== "string" || !Object.hasOwn(tools, name))
+      throw new SelfHealConfigError(field, `${show(name)} is not a tool of this set`);
+  }
+}
+
+function checkToolOverrides(name: string, value: unknown, tools: Plain, field: string): void {
+  if (!Object.hasOwn(tools, name))
+    throw new SelfHealConfigError(field, "no tool of this name in the set (a typo?)");
+  const o = object(value, field);
+  for (const [key, why] of Object.entries(SET_BY_ADAPTER)) {
+    if (o[key] !== undefined) throw new SelfHealConfigError(`${field}.${key}`, why);
+  }
+  // Wrapped to receive the input: checked here so a bad one fails now, not at the first call.
+  optionalFunction(o.idempotencyKey, `${field}.idempotencyKey`);
+  optionalFunction(o.cannedAnswer, `${field}.cannedAnswer`);
+}
+
+/** A LanguageModelV3 by shape (the SDK's own check is `specificationVersion`). */
+export function isModel(value: unknown): value is LanguageModelV3 {
+  const o = value as Partial<LanguageModelV3> | null;
+  return (
+    typeof o === "object" &&
+    o !== null &&
+    o.specificationVersion === "v3" &&
+    typeof o.doGenerate === "function" &&
+    typeof o.doStream === "function"
+  );
+}
+
+export function checkModel(value: unknown, field: string): asserts value is LanguageModelV3 {
+  if (!isModel(value)) {
+    throw new SelfHealConfigError(
+      field,
+      `expected an AI SDK language model object (specificationVersion "v3", e.g. openai("gpt-4o")), got ${show(value)}`,
+    );
+  }
+}
+
+/** Validates healModel's options (or selfHealMiddleware's, named by `caller`). */
+export function checkModelOptions(caller: string, input: unknown): HealModelOptions {
+  const field = `${caller}.options`;
+  const o = input === undefined ? {} : object(input, field);
+  knownKeys(o, MODEL_KEYS, field);
+  optionalString(o.name, `${field}.name`);
+  optionalString(o.provider, `${field}.provider`);
+  const fallback: unknown[] =
+    o.fallback === undefined ? [] : Array.isArray(o.fallback) ? o.fallback : [o.fallback];
+  fallback.forEach((route, i) => {
+    checkRoute(route, `${field}.fallback${Array.isArray(o.fallback) ? `[${i}]` : ""}`);
+  });
+  optionalChoice(o.spans, SPAN_MODES, `${field}.spans`);
+  // timeoutMs, deadlineMs and plans are checked by sh.tool, under the tool's name.
+  return o;
+}
+
+function checkRoute(route: unknown, field: string): void {
+  if (isModel(route)) return;
+  const o = object(route, field);
+  knownKeys(o, ["provider", "model"], field);
+  optionalString(o.provider, `${field}.provider`);
+  if (o.provider === undefined)
+    throw new SelfHealConfigError(`${field}.provider`, "required with `model`");
+  checkModel(o.model, `${field}.model`);
+}

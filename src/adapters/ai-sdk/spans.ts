@@ -1,0 +1,30 @@
+import { context, trace } from "@opentelemetry/api";
+import type { ToolSpanMode } from "../../index.js";
+import { AI_SDK_MODEL_CALL_SPANS, AI_SDK_SPAN_TOOL_CALL } from "../../telemetry/conventions.js";
+
+/** The AI SDK's span around a tool's `execute` (only there when its telemetry is on). */
+export const TOOL_SPANS: readonly string[] = [AI_SDK_SPAN_TOOL_CALL];
+/** The AI SDK's spans around a model call. */
+export const MODEL_SPANS: readonly string[] = AI_SDK_MODEL_CALL_SPANS;
+
+/**
+ * Runs `start` (a selfheal call) so that `attach` writes on the AI SDK's own span and nowhere
+ * else. With the SDK's telemetry off there is no such span: the active one is the caller's (a
+ * request span), and attaching would write tool attributes on it. Then the active span is
+ * shown to selfheal as a non-recording copy (same trace and span id), so the call opens its own
+ * `agent.tool_call` under it, as with `child`. A span whose name cannot be read (not the
+ * OpenTelemetry JS SDK's) is treated the same way: a second span at worst, never a wrong one.
+ */
+export function inFrameworkSpan<T>(
+  mode: ToolSpanMode | undefined,
+  frameworkSpans: readonly string[],
+  start: () => T,
+): T {
+  if (mode !== "attach") return start();
+  const active = trace.getActiveSpan();
+  if (!active) return start();
+  const name = "name" in active ? active.name : undefined;
+  if (typeof name === "string" && frameworkSpans.includes(name)) return start();
+  const shown = trace.wrapSpanContext(active.spanContext());
+  return context.with(trace.setSpan(context.active(), shown), start);
+}

@@ -1,0 +1,174 @@
+import type { ToolExecutionOptions, ToolSet } from "ai";
+import { SelfHealConfigError } from "../../errors.js";
+import type {
+  CallContext,
+  CallOptions,
+  SelfHealing,
+  ToolOptions,
+  ToolSpanMode,
+  WrappedTool,
+} from "../../index.js";
+import { checkToolsOptions, type AiSdkToolOptions, type HealToolsOptions } from "./options.js";
+import { inFrameworkSpan, TOOL_SPANS } from "./spans.js";
+
+type AnyTool = ToolSet[string];
+type Execute = NonNullable<AnyTool["execute"]>;
+
+/**
+ * One execution as selfheal sees it: the input (all that a span may show, see `toJSON`), and the
+ * tool's own `execute` with the SDK's options, so one registration serves every copy of a tool
+ * (tools built per request, closing over the request, share their name and health).
+ */
+class Execution {
+  constructor(
+    readonly input: unknown,
+    readonly execute: Execute,
+    readonly owner: AnyTool,
+    readonly options: ToolExecutionOptions,
+  ) {}
+
+  /** `recordArguments` shows the input, not the conversation in `options.messages`. */
+  toJSON(): unknown {
+    return this.input;
+  }
+}
+
+interface Registration {
+  readonly readOnly: boolean;
+  readonly call: WrappedTool<Execution, unknown>;
+}
+
+/** Tools registered per instance, by name: `sh.tool` takes a name once. */
+const registered = new WeakMap<SelfHealing, Map<string, Registration>>();
+
+/** The selfheal call context of an execution, by the options object its `execute` received. */
+const contexts = new WeakMap<ToolExecutionOptions, CallContext>();
+
+/**
+ * The selfheal call context of this attempt, from inside a healed tool's `execute`: pass
+ * `idempotencyKey` to the API a write calls, read `attempt`, `provider`, `mode`. Undefined when
+ * the tool was not called through `healTools`.
+ */
+export function callContextOf(options: ToolExecutionOptions): CallContext | undefined {
+  return contexts.get(options);
+}
+
+/**
+ * Heals the tools of an AI SDK ToolSet: each tool's `execute` becomes a selfheal call (span,
+ * health, diagnosis, recovery, writes refused while critical). Returns a new set of the same
+ * shape; tools without `execute` are passed as they are. Call it per request or once: a tool
+ * name is registered on the instance once, and its options are those of the first call.
+ */
+export function healTools<TOOLS extends ToolSet>(
+  sh: SelfHealing,
+  tools: TOOLS,
+  options?: HealToolsOptions,
+): TOOLS {
+  const checked = checkToolsOptions(tools, options);
+  const healed: Record<string, AnyTool> = {};
+  for (const [name, tool] of Object.entries(tools)) {
+    healed[name] = tool.execute ? healTool(sh, name, tool, tool.execute, checked) : tool;
+  }
+  return healed as TOOLS;
+}
+
+function healTool(
+  sh: SelfHealing,
+  name: string,
+  tool: AnyTool,
+  execute: Execute,
+  options: HealToolsOptions,
+): AnyTool {
+  const readOnly = isReadOnly(name, options.readOnly);
+  const registration = register(sh, name, readOnly, options.tools?.[name], options.spans);
+  const healedExecute = (input: unknown, sdk: ToolExecutionOptions): Promise<unknown> =>
+    inFrameworkSpan(options.spans, TOOL_SPANS, () =>
+      registration.call(new Execution(input, execute, tool, sdk), callOptions(sdk)),
+    );
+  return { ...tool, execute: healedExecute } as AnyTool;
+}
+
+/** Read-only only when declared: an undeclared tool is a write (refused while critical). */
+function isReadOnly(name: string, declared: HealToolsOptions["readOnly"]): boolean {
+  if (declared === undefined) return false;
+  return typeof declared === "function" ? declared(name) : declared.includes(name);
+}
+
+/** The tool's registration on `sh`, made on first use; a second one must agree on `readOnly`. */
+function register(
+  sh: SelfHealing,
+  name: string,
+  readOnly: boolean,
+  overrides: AiSdkToolOptions | undefined,
+  spans: ToolSpanMode | undefined,
+): Registration {
+  let byName = registered.get(sh);
+  if (!byName) registered.set(sh, (byName = new Map<string, Registration>()));
+  const existing = byName.get(name);
+  if (existing) {
+    if (existing.readOnly !== readOnly) {
+      throw new SelfHealConfigError(
+        "healTools.options.readOnly",
+        `tool "${name}" was healed before as ${existing.readOnly ? "read-only" : "a write"}; a tool name is one tool on an instance`,
+      );
+    }
+    return existing;
+  }
+  const call = sh.tool(name, toolOptions(readOnly, overrides, spans), runExecution);
+  const registration = { readOnly, call };
+  byName.set(name, registration);
+  return registration;
+}
+
+/** The options of `sh.tool`: the overrides, with the functions moved onto the input. */
+function toolOptions(
+  readOnly: boolean,
+  overrides: AiSdkToolOptions | undefined,
+  spans: ToolSpanMode | undefined,
+): ToolOptions<Execution> {
+  const { idempotencyKey, cannedAnswer, ...rest } = overrides ?? {};
+  return {
+    ...rest,
+    readOnly,
+    kind: "tool",
+    ...(spans !== undefined && { span: spans }),
+    ...(idempotencyKey && { idempotencyKey: (e: Execution) => idempotencyKey(e.input) }),
+    ...(cannedAnswer && {
+      cannedAnswer: (e: Execution, error: unknown) => cannedAnswer(e.input, error),
+    }),
+  };
+}
+
+/** The SDK's abort signal and tool call id, as the call's options. */
+function callOptions(sdk: ToolExecutionOptions): CallOptions {
+  return {
+    // A blank id (a provider that sends none) is left out: selfheal rejects an empty one.
+    ...(sdk.toolCallId.trim() !== "" && { toolCallId: sdk.toolCallId }),
+    ...(sdk.abortSignal !== undefined && { signal: sdk.abortSignal }),
+  };
+}
+
+/**
+ * One attempt: the tool's `execute` with selfheal's signal (aborted on timeout or the SDK's
+ * abort). A streaming tool (an async iterable) is read to its last value, its final output.
+ */
+async function runExecution(e: Execution, ctx: CallContext): Promise<unknown> {
+  const options: ToolExecutionOptions = { ...e.options, abortSignal: ctx.signal };
+  contexts.set(options, ctx);
+  const output: unknown = await e.execute.call(e.owner, e.input, options);
+  return isAsyncIterable(output) ? lastOf(output) : output;
+}
+
+function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    typeof (value as Partial<AsyncIterable<unknown>>)[Symbol.asyncIterator] === "function"
+  );
+}
+
+async function lastOf(outputs: AsyncIterable<unknown>): Promise<unknown> {
+  let last: unknown;
+  for await (const output of outputs) last = output;
+  return last;
+}

@@ -1,0 +1,618 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { context, trace } from "@opentelemetry/api";
+import type { ReadableSpan } from "@opentelemetry/sdk-trace-base";
+import { generateText, stepCountIs, streamText, tool, wrapLanguageModel } from "ai";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import {
+  callContextOf,
+  healModel,
+  healTools,
+  selfHealMiddleware,
+} from "../../src/adapters/ai-sdk.js";
+import {
+  HttpResponseError,
+  isHealthCheckFailedError,
+  isReadOnlyModeError,
+  isToolTimeoutError,
+  type SelfHealingOptions,
+} from "../../src/index.js";
+import { configError, NO_RECOVERY, recoveryInstance, virtualInstance } from "../helpers/engine.js";
+import { recordingProvider, tree } from "../helpers/otel.js";
+import {
+  rateLimited,
+  scriptedModel,
+  scriptedStreamModel,
+  textStream,
+  textTurn,
+  toolCallStream,
+  toolTurn,
+} from "../fixtures/adapters/ai-sdk-models.js";
+
+const otel = recordingProvider();
+const sdkTracer = otel.provider.getTracer("ai");
+/** The SDK's telemetry on, into the same recording provider as selfheal's spans. */
+const TELEMETRY = { isEnabled: true, tracer: sdkTracer };
+
+/** An instance on virtual time whose spans are recorded; recovery as in `recovery`. */
+function setup(options: Partial<SelfHealingOptions> = {}) {
+  otel.reset();
+  return recoveryInstance(otel.provider, {}, options);
+}
+
+const only = (name: string): ReadableSpan => {
+  const spans = otel.named(name);
+  expect(spans).toHaveLength(1);
+  return spans[0] as ReadableSpan;
+};
+
+const attrs = (name: string) => only(name).attributes;
+
+/** The tool-error parts of a generateText result, over all steps. */
+function toolErrors(result: { steps: { content: { type: string }[] }[] }) {
+  return result.steps
+    .flatMap((s) => s.content)
+    .filter((p): p is { type: "tool-error"; error: unknown } => p.type === "tool-error");
+}
+
+const docsTool = (answer: (query: string) => unknown) =>
+  tool({
+    description: "Searches the docs",
+    inputSchema: z.object({ query: z.string() }),
+    execute: ({ query }) => answer(query),
+  });
+
+const refundTool = (refunds: string[]) =>
+  tool({
+    description: "Refunds an order",
+    inputSchema: z.object({ orderId: z.string() }),
+    execute: ({ orderId }) => {
+      refunds.push(orderId);
+      return `refunded ${orderId}`;
+    },
+  });
+
+describe("healTools: each tool's execute is a selfheal call", () => {
+  it("with the SDK's telemetry on, agent.tool_call sits under ai.toolCall, named and identified as the model called it", async () => {
+    const { sh } = setup();
+    const tools = healTools(
+      sh,
+      { search_docs: docsTool((q) => `3 articles about ${q}`) },
+      {
+        readOnly: ["search_docs"],
+      },
+    );
+    const model = scriptedModel([
+      toolTurn(["search_docs", { query: "refunds" }, "call-1"]),
+      textTurn("Refunds take 5 days."),
+    ]);
+    const result = await generateText({
+      model,
+      prompt: "How long do refunds take?",
+      tools,
+      stopWhen: stepCountIs(3),
+      experimental_telemetry: TELEMETRY,
+    });
+    expect(result.text).toBe("Refunds take 5 days.");
+    expect(result.steps[0]?.toolResults[0]?.output).toBe("3 articles about refunds");
+    expect(tree(otel.spans())).toEqual([
+      {
+        "ai.generateText": [
+          "ai.generateText.doGenerate",
+          { "ai.toolCall": ["agent.tool_call"] },
+          "ai.generateText.doGenerate",
+        ],
+      },
+    ]);
+    expect(attrs("agent.tool_call")).toMatchObject({
+      "gen_ai.operation.name": "execute_tool",
+      "gen_ai.tool.name": "search_docs",
+      "gen_ai.tool.call.id": "call-1",
+      "selfheal.tool.read_only": true,
+      "selfheal.call.outcome": "success",
+    });
+  });
+
+  it("with the telemetry off, agent.tool_call is a root span (the SDK opens none)", async () => {
+    const { sh } = setup();
+    const tools = healTools(sh, { search_docs: docsTool(() => "found") }, { readOnly: () => true });
+    await generateText({
+      model: scriptedModel([toolTurn(["search_docs", { query: "x" }, "c1"]), textTurn("ok")]),
+      prompt: "?",
+      tools,
+      stopWhen: stepCountIs(3),
+    });
+    expect(tree(otel.spans())).toEqual(["agent.tool_call"]);
+  });
+
+  it("recovers a tool that is rate-limited once (429, Retry-After 2 s): the model gets the answer, the span says how", async () => {
+    const { sh, clock, events } = setup();
+    let calls = 0;
+    const search = docsTool(async (q) => {
+      if (++calls === 1) {
+        const body = JSON.stringify({ error: { message: "slow down", type: "rate_limit" } });
+        throw await HttpResponseError.from(
+          new Response(body, { status: 429, headers: { "retry-after": "2" } }),
+        );
+      }
+      return `answer to ${q}`;
+    });
+    const tools = healTools(sh, { search_docs: search }, { readOnly: ["search_docs"] });
+    const run = generateText({
+      model: scriptedModel([toolTurn(["search_docs", { query: "q" }, "c1"]), textTurn("done")]),
+      prompt: "?",
+      tools,
+      stopWhen: stepCountIs(3),
+      experimental_telemetry: TELEMETRY,
+    });
+    const result = await clock.run(run, { stepMs: 100 });
+    expect(toolErrors(result)).toEqual([]);
+    expect(result.steps[0]?.toolResults[0]?.output).toBe("answer to q");
+    expect(calls).toBe(2);
+    expect(attrs("agent.tool_call")["selfheal.call.outcome"]).toBe("recovered");
+    expect(attrs("agent.diagnosis")["selfheal.diagnosis.pattern"]).toBe("RATE_LIMIT");
+    expect(attrs("agent.recovery")).toMatchObject({
+      "selfheal.recovery.strategy": "retry_once",
+      "selfheal.recovery.wait_ms": 2_000,
+      "selfheal.recovery.outcome": "success",
+    });
+    expect(tree(otel.spans())).toEqual([
+      {
+        "ai.generateText": [
+          "ai.generateText.doGenerate",
+          {
+            "ai.toolCall": [
+              {
+                "agent.tool_call": ["agent.tool_call.error", "agent.diagnosis", "agent.recovery"],
+              },
+            ],
+          },
+          "ai.generateText.doGenerate",
+        ],
+      },
+    ]);
+    expect(events.map((e) => [e.tool, e.pattern, e.outcome])).toEqual([
+      ["search_docs", "RATE_LIMIT", "recovered"],
+    ]);
+  });
+
+  it("refuses a write while the agent is critical: the tool-error part carries HealthCheckFailedError and the write never runs", async () => {
+    const { sh } = virtualInstance({
+      tracerProvider: otel.provider,
+      health: { successRate: { minSamples: 4 }, cacheMs: 0 },
+    });
+    otel.reset();
+    const refunds: string[] = [];
+    const tools = healTools(
+      sh,
+      {
+        lookup_order: docsTool(() => {
+          throw new HttpResponseError(503, new Headers(), "upstream down", "https://orders.test");
+        }),
+        issue_refund: refundTool(refunds),
+      },
+      { readOnly: ["lookup_order"] }, // issue_refund is not declared: a write
+    );
+    const lookups = [1, 2, 3, 4].map(
+      (i) => ["lookup_order", { query: `o-${i}` }, `l${i}`] as [string, unknown, string],
+    );
+    const first = await generateText({
+      model: scriptedModel([toolTurn(...lookups), textTurn("orders are unreachable")]),
+      prompt: "look up my orders",
+      tools,
+      stopWhen: stepCountIs(2),
+    });
+    expect(toolErrors(first)).toHaveLength(4);
+    expect((await sh.status()).status).toBe("critical");
+
+    const second = await generateText({
+      model: scriptedModel([toolTurn(["issue_refund", { orderId: "A-42" }, "r1"]), textTurn("")]),
+      prompt: "refund A-42",
+      tools,
+      stopWhen: stepCountIs(2),
+    });
+    const [refused] = toolErrors(second);
+    expect(isHealthCheckFailedError(refused?.error)).toBe(true);
+    expect(refunds).toEqual([]);
+    const blocked = otel
+      .named("agent.tool_call")
+      .filter((s) => s.attributes["selfheal.call.outcome"] === "blocked");
+    expect(blocked.map((s) => s.attributes["gen_ai.tool.name"])).toEqual(["issue_refund"]);
+  });
+
+  it("refuses a write with ReadOnlyModeError once recovery degraded the agent to read-only", async () => {
+    const { sh } = recoveryInstance(otel.provider, {
+      plans: { SERVICE_DOWN: ["degrade_to_readonly"] },
+    });
+    const refunds: string[] = [];
+    const tools = healTools(
+      sh,
+      {
+        lookup_order: docsTool(() => {
+          throw new HttpResponseError(503, new Headers(), "upstream down", "https://orders.test");
+        }),
+        issue_refund: refundTool(refunds),
+      },
+      { readOnly: ["lookup_order"] },
+    );
+    const result = await generateText({
+      model: scriptedModel([
+        toolTurn(["lookup_order", { query: "A-42" }, "l1"]),
+        toolTurn(["issue_refund", { orderId: "A-42" }, "r1"]),
+        textTurn("could not refund"),
+      ]),
+      prompt: "refund A-42",
+      tools,
+      stopWhen: stepCountIs(3),
+    });
+    const errors = toolErrors(result);
+    expect(errors).toHaveLength(2);
+    expect(isReadOnlyModeError(errors[1]?.error)).toBe(true);
+    expect(refunds).toEqual([]);
+  });
+
+  it("passes the SDK's abort signal and tool call id through; per-tool options apply, and the tool can read its call context", async () => {
+    const { sh, clock } = recoveryInstance(otel.provider, NO_RECOVERY);
+    const seen: unknown[] = [];
+    const slow = tool({
+      inputSchema: z.object({ orderId: z.string() }),
+      execute: ({ orderId }, options) => {
+        const ctx = callContextOf(options);
+        seen.push({
+          attempt: ctx?.attempt,
+          idempotencyKey: ctx?.idempotencyKey,
+          toolCallId: ctx?.toolCallId,
+        });
+        // Hangs until selfheal's timeout aborts it through the SDK's own option.
+        return new Promise((_resolve, reject) => {
+          options.abortSignal?.addEventListener("abort", () => {
+            reject(new Error(`aborted ${orderId}`));
+          });
+        });
+      },
+    });
+    const tools = healTools(
+      sh,
+      { ship_order: slow },
+      {
+        tools: {
+          ship_order: {
+            timeoutMs: 3_000,
+            idempotencyKey: (input) => `ship-${(input as { orderId: string }).orderId}`,
+          },
+        },
+      },
+    );
+    const run = generateText({
+      model: scriptedModel([toolTurn(["ship_order", { orderId: "B-7" }, "s1"]), textTurn("late")]),
+      prompt: "ship B-7",
+      tools,
+      stopWhen: stepCountIs(2),
+    });
+    const result = await clock.run(run, { stepMs: 500 });
+    const [timedOut] = toolErrors(result);
+    expect(isToolTimeoutError(timedOut?.error)).toBe(true);
+    expect(seen).toEqual([{ attempt: 1, idempotencyKey: "ship-B-7", toolCallId: "s1" }]);
+  });
+
+  it("heals a tool set built per request once: one registration, each copy's own execute runs", async () => {
+    const { sh } = setup();
+    const perRequest = (user: string) =>
+      healTools(sh, { whoami: docsTool(() => user) }, { readOnly: ["whoami"] });
+    const answers: unknown[] = [];
+    for (const user of ["ana", "bo"]) {
+      const result = await generateText({
+        model: scriptedModel([toolTurn(["whoami", { query: "" }, "w1"]), textTurn("hi")]),
+        prompt: "who am I?",
+        tools: perRequest(user),
+        stopWhen: stepCountIs(2),
+      });
+      answers.push(result.steps[0]?.toolResults[0]?.output);
+    }
+    expect(answers).toEqual(["ana", "bo"]);
+    // The same name healed as a write would be a second tool under one name.
+    expect(configError(() => healTools(sh, { whoami: docsTool(() => "x") })).field).toBe(
+      "healTools.options.readOnly",
+    );
+  });
+
+  it("passes tools without execute through and rejects options that would pass silently", () => {
+    const { sh } = setup();
+    // Answered by the client (no execute); an output schema keeps it a ToolSet member under
+    // exactOptionalPropertyTypes.
+    const clientSide = tool({ inputSchema: z.object({ q: z.string() }), outputSchema: z.string() });
+    const tools = { ask_user: clientSide, search_docs: docsTool(() => "x") };
+    expect(healTools(sh, tools, { readOnly: ["search_docs"] }).ask_user).toBe(clientSide);
+    expect(configError(() => healTools(sh, tools, { readOnly: ["serch_docs"] })).field).toBe(
+      "healTools.options.readOnly",
+    );
+    expect(
+      configError(() =>
+        healTools(sh, tools, { tools: { search_docs: { readOnly: true } as never } }),
+      ).field,
+    ).toBe("healTools.options.tools.search_docs.readOnly");
+    expect(configError(() => healTools(sh, tools, { tools: { serch_docs: {} } })).field).toBe(
+      "healTools.options.tools.serch_docs",
+    );
+    expect(configError(() => healTools(sh, tools, { spans: "both" as never })).field).toBe(
+      "healTools.options.spans",
+    );
+    expect(configError(() => healTools(sh, tools, { retries: 2 } as never)).field).toBe(
+      "healTools.options.retries",
+    );
+  });
+});
+
+describe('healTools with spans: "attach"', () => {
+  it("writes on the SDK's ai.toolCall span: no second span, error, diagnosis and recovery hang under it", async () => {
+    const { sh, clock } = setup();
+    let calls = 0;
+    const search = docsTool(() => {
+      if (++calls === 1) throw new HttpResponseError(503, new Headers(), "busy", "https://d.test");
+      return "found";
+    });
+    const tools = healTools(
+      sh,
+      { search_docs: search },
+      { readOnly: ["search_docs"], spans: "attach" },
+    );
+    const run = generateText({
+      model: scriptedModel([toolTurn(["search_docs", { query: "q" }, "c9"]), textTurn("ok")]),
+      prompt: "?",
+      tools,
+      stopWhen: stepCountIs(3),
+      experimental_telemetry: TELEMETRY,
+    });
+    await clock.run(run, { stepMs: 100 });
+    expect(otel.named("agent.tool_call")).toEqual([]);
+    expect(attrs("ai.toolCall")).toMatchObject({
+      "ai.toolCall.name": "search_docs",
+      "gen_ai.tool.name": "search_docs",
+      "gen_ai.tool.call.id": "c9",
+      "selfheal.call.outcome": "recovered",
+    });
+    expect(tree(otel.spans())).toEqual([
+      {
+        "ai.generateText": [
+          "ai.generateText.doGenerate",
+          { "ai.toolCall": ["agent.tool_call.error", "agent.diagnosis", "agent.recovery"] },
+          "ai.generateText.doGenerate",
+        ],
+      },
+    ]);
+  });
+
+  it("with the telemetry off, never writes on the caller's span: the call opens its own under it", async () => {
+    const { sh } = setup();
+    const tools = healTools(
+      sh,
+      { search_docs: docsTool(() => "found") },
+      { readOnly: ["search_docs"], spans: "attach" },
+    );
+    const request = otel.provider.getTracer("app").startSpan("POST /chat");
+    await context.with(trace.setSpan(context.active(), request), () =>
+      generateText({
+        model: scriptedModel([toolTurn(["search_docs", { query: "q" }, "c1"]), textTurn("ok")]),
+        prompt: "?",
+        tools,
+        stopWhen: stepCountIs(2),
+      }),
+    );
+    request.end();
+    expect(tree(otel.spans())).toEqual([{ "POST /chat": ["agent.tool_call"] }]);
+    expect(attrs("POST /chat")).toEqual({});
+  });
+});
+
+describe("healModel: each model call is a selfheal llm call", () => {
+  const providers = { providers: [{ name: "acme" }, { name: "backup" }] };
+
+  it("recovers an empty answer by failing over to the second model", async () => {
+    const { sh, clock, events } = recoveryInstance(otel.provider, providers);
+    otel.reset();
+    const primary = scriptedModel([textTurn("")], { provider: "acme", modelId: "acme-large" });
+    const backup = scriptedModel([textTurn("Paris.")], { provider: "backup", modelId: "b-1" });
+    const model = healModel(sh, primary, { fallback: backup });
+    const run = generateText({ model, prompt: "Capital of France?", maxRetries: 0 });
+    const result = await clock.run(run, { stepMs: 500 });
+    expect(result.text).toBe("Paris.");
+    expect(result.response.modelId).toBe("b-1");
+    const call = attrs("agent.tool_call");
+    expect(call).toMatchObject({
+      "gen_ai.tool.name": "acme-large",
+      "gen_ai.provider.name": "acme",
+      "selfheal.call.outcome": "recovered",
+    });
+    const diagnoses = otel
+      .named("agent.diagnosis")
+      .map((s) => s.attributes["selfheal.diagnosis.pattern"]);
+    expect(new Set(diagnoses)).toEqual(new Set(["EMPTY_LLM_RESPONSE"]));
+    const last = otel.named("agent.recovery").at(-1);
+    expect(last?.attributes).toMatchObject({
+      "selfheal.recovery.strategy": "failover_to_secondary",
+      "selfheal.recovery.provider": "backup",
+      "selfheal.recovery.outcome": "success",
+    });
+    expect(events.map((e) => [e.pattern, e.outcome, e.provider])).toEqual([
+      ["EMPTY_LLM_RESPONSE", "recovered", "backup"],
+    ]);
+    expect(backup.doGenerateCalls).toHaveLength(1);
+  });
+
+  it("recovers a 429 from the provider (the SDK's APICallError) on the same model", async () => {
+    const { sh, clock } = recoveryInstance(otel.provider);
+    otel.reset();
+    const primary = scriptedModel([rateLimited(2), textTurn("Paris.")], { modelId: "acme-large" });
+    const run = generateText({ model: healModel(sh, primary), prompt: "?", maxRetries: 0 });
+    const result = await clock.run(run, { stepMs: 100 });
+    expect(result.text).toBe("Paris.");
+    expect(primary.doGenerateCalls).toHaveLength(2);
+    expect(attrs("agent.tool_call")["selfheal.call.outcome"]).toBe("recovered");
+    expect(attrs("agent.diagnosis")).toMatchObject({
+      "selfheal.diagnosis.pattern": "RATE_LIMIT",
+      "http.response.status_code": 429,
+    });
+  });
+
+  it("honours the Retry-After of an APICallError (its responseHeaders)", async () => {
+    const { sh } = recoveryInstance(otel.provider);
+    const diagnosis = await sh.diagnose(rateLimited(7));
+    expect(diagnosis.pattern).toBe("RATE_LIMIT");
+    expect(diagnosis.retryAfterMs).toBe(7_000);
+  });
+
+  it("with the SDK's telemetry on, the call sits under ai.generateText.doGenerate; attach writes on it instead", async () => {
+    for (const spans of ["child", "attach"] as const) {
+      const { sh } = setup();
+      const model = healModel(sh, scriptedModel([textTurn("hi")], { modelId: `m-${spans}` }), {
+        spans,
+      });
+      await generateText({ model, prompt: "?", experimental_telemetry: TELEMETRY });
+      const expected =
+        spans === "child"
+          ? { "ai.generateText.doGenerate": ["agent.tool_call"] }
+          : "ai.generateText.doGenerate";
+      expect(tree(otel.spans())).toEqual([{ "ai.generateText": [expected] }]);
+      const callSpan = spans === "child" ? "agent.tool_call" : "ai.generateText.doGenerate";
+      expect(attrs(callSpan)).toMatchObject({
+        "gen_ai.tool.name": `m-${spans}`,
+        "selfheal.call.outcome": "success",
+        "selfheal.response.empty": false,
+      });
+    }
+  });
+
+  it("streams: a 429 and an error part before the first token are retried, then the whole answer streams through", async () => {
+    const { sh, clock } = recoveryInstance(otel.provider, {
+      plans: { RATE_LIMIT: [{ strategy: "exponential_backoff_with_jitter", attempts: 3 }] },
+    });
+    otel.reset();
+    const model = scriptedStreamModel(
+      [
+        rateLimited(1),
+        [
+          { type: "stream-start", warnings: [] },
+          { type: "error", error: rateLimited(1) },
+        ],
+        textStream("Hello there"),
+      ],
+      { modelId: "streamer" },
+    );
+    const result = streamText({ model: healModel(sh, model), prompt: "hi", maxRetries: 0 });
+    const text = await clock.run(Promise.resolve(result.text), { stepMs: 100 });
+    expect(text).toBe("Hello there");
+    expect(model.doStreamCalls).toHaveLength(3);
+    expect(attrs("agent.tool_call")["selfheal.call.outcome"]).toBe("recovered");
+    expect(
+      otel.named("agent.recovery").map((s) => s.attributes["selfheal.recovery.outcome"]),
+    ).toEqual(["failure", "success"]);
+  });
+
+  it("streams: an empty stream fails over to the second model", async () => {
+    const { sh, clock } = recoveryInstance(otel.provider, {
+      ...providers,
+      plans: { EMPTY_LLM_RESPONSE: ["failover_to_secondary"] },
+    });
+    const primary = scriptedStreamModel([textStream("")], { provider: "acme" });
+    const backup = scriptedStreamModel([textStream("from backup")], { provider: "backup" });
+    const model = healModel(sh, primary, { fallback: { provider: "backup", model: backup } });
+    const result = streamText({ model, prompt: "hi", maxRetries: 0 });
+    expect(await clock.run(Promise.resolve(result.text), { stepMs: 100 })).toBe("from backup");
+  });
+
+  it("streams a tool call through a healed model to a healed tool, then the answer", async () => {
+    const { sh } = setup();
+    const tools = healTools(
+      sh,
+      { search_docs: docsTool((q) => `about ${q}`) },
+      {
+        readOnly: ["search_docs"],
+      },
+    );
+    const model = scriptedStreamModel(
+      [toolCallStream("search_docs", { query: "q" }, "c1"), textStream("All found.")],
+      { modelId: "streamer" },
+    );
+    const result = streamText({
+      model: healModel(sh, model),
+      prompt: "find q",
+      tools,
+      stopWhen: stepCountIs(3),
+      maxRetries: 0,
+    });
+    expect(await result.text).toBe("All found.");
+    const [step] = await result.steps;
+    expect(step?.toolResults[0]?.output).toBe("about q");
+    const calls = otel
+      .named("agent.tool_call")
+      .map((s) => [s.attributes["gen_ai.tool.name"], s.attributes["selfheal.call.outcome"]]);
+    expect(calls).toEqual([
+      ["streamer", "success"],
+      ["search_docs", "success"],
+      ["streamer", "success"],
+    ]);
+  });
+
+  it("works as a middleware among others in wrapLanguageModel (registered at its first call)", async () => {
+    const { sh } = setup();
+    const seen: string[] = [];
+    const model = wrapLanguageModel({
+      model: scriptedModel([textTurn("hi")]),
+      middleware: [
+        {
+          specificationVersion: "v3",
+          transformParams: ({ params }) => {
+            seen.push("outer");
+            return Promise.resolve(params);
+          },
+        },
+        selfHealMiddleware(sh, { name: "chat" }),
+      ],
+    });
+    expect((await generateText({ model, prompt: "?" })).text).toBe("hi");
+    expect(seen).toEqual(["outer"]);
+    expect(attrs("agent.tool_call")).toMatchObject({
+      "gen_ai.tool.name": "chat",
+      "gen_ai.provider.name": "mock-provider",
+      "selfheal.call.outcome": "success",
+    });
+  });
+
+  it("fails at setup on a fallback that is not a declared provider, or the primary again", () => {
+    const { sh } = recoveryInstance(otel.provider, { providers: [{ name: "acme" }] });
+    const acme = scriptedModel([textTurn("x")], { provider: "acme", modelId: "a" });
+    const other = scriptedModel([textTurn("x")], { provider: "other", modelId: "o" });
+    expect(configError(() => healModel(sh, acme, { fallback: other })).field).toBe(
+      'tool("a").options.providers',
+    );
+    expect(configError(() => healModel(sh, acme, { fallback: acme })).field).toBe(
+      "healModel.options.fallback",
+    );
+    expect(configError(() => healModel(sh, "openai/gpt-4o" as never)).field).toBe(
+      "healModel(model)",
+    );
+    expect(
+      configError(() => healModel(sh, acme, { fallback: [{ model: other } as never] })).field,
+    ).toBe("healModel.options.fallback[0].provider");
+  });
+});
+
+describe("examples/ai-sdk.ts (as a user runs it, against the built package)", () => {
+  // Needs the `./ai-sdk` subpath export in package.json and `npm run build` (as `npm test` does).
+  it("prints the span tree, the recovered rate limit, the failover and the refused write", async () => {
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ["--import", "tsx", "examples/ai-sdk.ts"],
+      { timeout: 20_000 },
+    );
+    expect(stdout).toContain(
+      "span agent.tool_call under ai.toolCall  tool=search_docs outcome=recovered",
+    );
+    expect(stdout).toContain("diagnosis search_docs: RATE_LIMIT");
+    expect(stdout).toContain("recovery search_docs: retry_once => recovered");
+    expect(stdout).toContain("model answered after failover: backup: Paris.");
+    expect(stdout).toContain("tool-error issue_refund: ReadOnlyModeError");
+    expect(stdout).toContain("status: warning, read-only true");
+  });
+});

@@ -1,0 +1,467 @@
+import { execFile } from "node:child_process";
+import { resolve } from "node:path";
+import { promisify } from "node:util";
+import { context, propagation, trace } from "@opentelemetry/api";
+import { W3CTraceContextPropagator } from "@opentelemetry/core";
+import type { ReadableSpan } from "@opentelemetry/sdk-trace-base";
+import {
+  Client,
+  InMemoryTransport,
+  ProtocolError,
+  SdkError,
+  SdkErrorCode,
+  type CallToolResult,
+} from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import {
+  createSelfHealing,
+  HttpResponseError,
+  isHealthCheckFailedError,
+  type SelfHealing,
+} from "../../src/index.js";
+import { healMcpClient, REFUSAL_META_KEY, type HealMcpOptions } from "../../src/adapters/mcp.js";
+import { configError, recoveryInstance, virtualInstance } from "../helpers/engine.js";
+import { recordingProvider, tree } from "../helpers/otel.js";
+import { createFixtureServer } from "../fixtures/adapters/mcp-server.js";
+
+const otel = recordingProvider();
+const ROOT = resolve(import.meta.dirname, "../..");
+const FIXTURE = resolve(ROOT, "test/fixtures/adapters/mcp-server.ts");
+
+/** The text of a tool result. */
+const textOf = (result: CallToolResult) =>
+  result.content.map((part) => (part.type === "text" ? part.text : "")).join("");
+
+const attributesOf = (name: string, i = 0) => otel.named(name)[i]?.attributes ?? {};
+
+/** A fixture server and a client connected to it in process. */
+async function connected() {
+  const { server, counts } = createFixtureServer();
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await server.connect(serverSide);
+  const client = new Client({ name: "selfheal-test", version: "1.0.0" });
+  await client.connect(clientSide);
+  return { server, counts, client, clientSide };
+}
+
+const open: { close(): Promise<void> }[] = [];
+
+/** A healed in-process client; its server is closed after the test. */
+async function inMemory(
+  sh: SelfHealing,
+  options?: HealMcpOptions,
+): Promise<Awaited<ReturnType<typeof connected>> & { healed: Client }> {
+  const c = await connected();
+  open.push(c.client, c.server);
+  return { ...c, healed: healMcpClient(sh, c.client, options) };
+}
+
+beforeAll(() => {
+  // W3C trace context, as a Node SDK registers it: the adapter injects it into params._meta.
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+});
+
+beforeEach(() => {
+  otel.reset();
+});
+
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((c) => c.close()));
+});
+
+describe("selfheal/mcp over the in-memory transport", () => {
+  it("a call is one agent.tool_call span with the MCP attributes; the answer is the server's", async () => {
+    const { sh } = virtualInstance({ tracerProvider: otel.provider });
+    const { healed, client } = await inMemory(sh);
+
+    const result = await healed.callTool({ name: "search_docs", arguments: { q: "refunds" } });
+
+    expect(textOf(result)).toBe("3 hits for refunds");
+    expect(tree(otel.spans())).toEqual(["agent.tool_call"]);
+    const span = attributesOf("agent.tool_call");
+    expect(span).toMatchObject({
+      "gen_ai.operation.name": "execute_tool",
+      "gen_ai.tool.name": "search_docs",
+      "mcp.method.name": "tools/call",
+      "mcp.protocol.version": client.getNegotiatedProtocolVersion(),
+      "network.transport": "memory",
+      "selfheal.tool.read_only": true,
+      "selfheal.call.outcome": "success",
+    });
+    expect(span["mcp.protocol.version"]).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+    expect(span).not.toHaveProperty("mcp.session.id"); // the in-memory transport has none
+    // Everything else is the client itself.
+    expect(healed).toBeInstanceOf(Client);
+    expect(healed.getServerVersion()?.name).toBe("selfheal-fixture");
+  });
+
+  it("read-only comes from readOnlyHint, else the readOnly option, else the tool is a write", async () => {
+    const readOnlyOf = async (options: HealMcpOptions | undefined, tool: string) => {
+      otel.reset();
+      const { sh } = virtualInstance({ tracerProvider: otel.provider });
+      const { healed } = await inMemory(sh, options);
+      await healed.callTool({ name: tool, arguments: { q: "x", title: "x" } });
+      return attributesOf("agent.tool_call")["selfheal.tool.read_only"];
+    };
+    expect(await readOnlyOf(undefined, "search_docs")).toBe(true); // annotated
+    expect(await readOnlyOf(undefined, "create_ticket")).toBe(false); // not annotated: a write
+    expect(await readOnlyOf({ readOnly: ["create_ticket"] }, "create_ticket")).toBe(true);
+    expect(
+      await readOnlyOf({ readOnly: (name) => name === "create_ticket" }, "create_ticket"),
+    ).toBe(true);
+    // A server not trusted: its hints are ignored.
+    expect(await readOnlyOf({ trustAnnotations: false }, "search_docs")).toBe(false);
+  });
+
+  it("an isError result that says 429 in words is diagnosed by its words and recovered by one quick retry", async () => {
+    const { sh, clock } = recoveryInstance(otel.provider);
+    const evidence: string[] = [];
+    sh.on("diagnosis", (d) => evidence.push(d.evidence));
+    const { healed } = await inMemory(sh);
+
+    const result = await clock.run(healed.callTool({ name: "quota_search" }), { stepMs: 50 });
+
+    expect(textOf(result)).toBe("quota search: 1 hit");
+    expect(result.isError).toBeUndefined();
+    expect(tree(otel.spans())).toEqual([
+      { "agent.tool_call": ["agent.tool_call.error", "agent.diagnosis", "agent.recovery"] },
+    ]);
+    expect(attributesOf("agent.tool_call.error")["error.type"]).toBe("tool_error");
+    expect(attributesOf("agent.diagnosis")).toMatchObject({
+      "selfheal.diagnosis.pattern": "RATE_LIMIT",
+      "selfheal.diagnosis.rule": "rate-limit-wording",
+    });
+    expect(evidence).toEqual(["wording"]); // shapes this call's retry, nothing beyond it
+    expect(attributesOf("agent.diagnosis")).not.toHaveProperty("http.response.status_code");
+    expect(attributesOf("agent.recovery")).toMatchObject({
+      "selfheal.recovery.strategy": "retry_once",
+      "selfheal.recovery.outcome": "success",
+    });
+    expect(attributesOf("agent.tool_call")["selfheal.call.outcome"]).toBe("recovered");
+  });
+
+  it("a status and Retry-After in the result's structured content are structured evidence: the retry waits 2 s", async () => {
+    const { sh, clock } = recoveryInstance(otel.provider);
+    const evidence: string[] = [];
+    sh.on("diagnosis", (d) => evidence.push(d.evidence));
+    const { healed } = await inMemory(sh);
+
+    const result = await clock.run(healed.callTool({ name: "structured_quota" }), { stepMs: 50 });
+
+    expect(textOf(result)).toBe("structured search: 1 hit");
+    expect(attributesOf("agent.diagnosis")).toMatchObject({
+      "selfheal.diagnosis.pattern": "RATE_LIMIT",
+      "selfheal.diagnosis.rule": "http-429",
+      "selfheal.diagnosis.retry_after_ms": 2_000,
+    });
+    expect(evidence).toEqual(["structured"]);
+    expect(attributesOf("agent.recovery")["selfheal.recovery.wait_ms"]).toBeGreaterThanOrEqual(
+      2_000,
+    );
+    expect(attributesOf("agent.tool_call")["selfheal.call.outcome"]).toBe("recovered");
+  });
+
+  it("a 429 with Retry-After thrown by the transport is honoured, and the call recovers", async () => {
+    const { sh, clock, events } = recoveryInstance(otel.provider);
+    const { healed, clientSide } = await inMemory(sh);
+    // An HTTP front that throttles the first tools/call (what a Streamable HTTP gateway does).
+    const send = clientSide.send.bind(clientSide);
+    let throttled = false;
+    clientSide.send = (message, options) => {
+      if (!throttled && "method" in message && message.method === "tools/call") {
+        throttled = true;
+        const headers = new Headers({ "retry-after": "3" });
+        return Promise.reject(
+          new HttpResponseError(429, headers, '{"error":{"message":"slow down"}}', "https://mcp"),
+        );
+      }
+      return send(message, options);
+    };
+
+    const result = await clock.run(
+      healed.callTool({ name: "search_docs", arguments: { q: "refunds" } }),
+      { stepMs: 100 },
+    );
+
+    expect(textOf(result)).toBe("3 hits for refunds");
+    expect(attributesOf("agent.diagnosis")).toMatchObject({
+      "selfheal.diagnosis.pattern": "RATE_LIMIT",
+      "selfheal.diagnosis.rule": "http-429",
+      "selfheal.diagnosis.retry_after_ms": 3_000,
+    });
+    expect(attributesOf("agent.tool_call.error")["error.type"]).toBe("HttpResponseError");
+    expect(attributesOf("agent.recovery")["selfheal.recovery.wait_ms"]).toBeGreaterThanOrEqual(
+      3_000,
+    );
+    expect(events.map((e) => e.outcome)).toEqual(["recovered"]);
+  });
+
+  it("a tool that throws reaches the caller as its isError result, diagnosed with error.type tool_error", async () => {
+    const { sh } = virtualInstance({ tracerProvider: otel.provider });
+    const { healed } = await inMemory(sh);
+
+    const result = await healed.callTool({ name: "explode" });
+
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toBe("database exploded");
+    expect(tree(otel.spans())).toEqual([
+      { "agent.tool_call": ["agent.tool_call.error", "agent.diagnosis"] },
+    ]);
+    expect(attributesOf("agent.tool_call")).toMatchObject({
+      "error.type": "tool_error",
+      "selfheal.call.outcome": "error",
+    });
+    expect(otel.named("agent.tool_call")[0]?.status.message).toBe("database exploded");
+    expect(attributesOf("agent.diagnosis")["selfheal.diagnosis.pattern"]).toBe("UNKNOWN");
+  });
+
+  it("JSON-RPC invalid params (an unknown tool, -32602) is BAD_REQUEST; the caller gets the SDK's ProtocolError", async () => {
+    const { sh } = virtualInstance({ tracerProvider: otel.provider });
+    const { healed } = await inMemory(sh);
+
+    const thrown = await healed.callTool({ name: "no_such_tool" }).catch((e: unknown) => e);
+
+    expect(thrown).toBeInstanceOf(ProtocolError);
+    expect((thrown as ProtocolError).code).toBe(-32602);
+    expect(attributesOf("agent.tool_call")["error.type"]).toBe("-32602");
+    expect(attributesOf("agent.diagnosis")).toMatchObject({
+      "selfheal.diagnosis.pattern": "BAD_REQUEST",
+      "selfheal.diagnosis.rule": "http-400",
+    });
+  });
+
+  it("the SDK's request timeout is TIMEOUT and a closed connection SERVICE_DOWN; the caller gets the SDK's errors", async () => {
+    const { sh } = virtualInstance({ tracerProvider: otel.provider });
+    const { healed, server } = await inMemory(sh);
+
+    const timedOut = await healed
+      .callTool({ name: "slow", arguments: { ms: 2_000 } }, { timeout: 30 })
+      .catch((e: unknown) => e);
+    expect(timedOut).toBeInstanceOf(SdkError);
+    expect((timedOut as SdkError).code).toBe(SdkErrorCode.RequestTimeout);
+    expect(attributesOf("agent.tool_call")["error.type"]).toBe("request_timeout");
+    expect(attributesOf("agent.diagnosis")).toMatchObject({
+      "selfheal.diagnosis.pattern": "TIMEOUT",
+      "selfheal.diagnosis.rule": "timeout",
+    });
+
+    otel.reset();
+    await server.close();
+    const closed = await healed
+      .callTool({ name: "search_docs", arguments: { q: "x" } })
+      .catch((e: unknown) => e);
+    expect((closed as Error).message).toBe("Not connected");
+    expect(attributesOf("agent.tool_call")["error.type"]).toBe("not_connected");
+    expect(attributesOf("agent.diagnosis")).toMatchObject({
+      "selfheal.diagnosis.pattern": "SERVICE_DOWN",
+      "selfheal.diagnosis.rule": "http-5xx-unavailable",
+    });
+  });
+
+  it("while the agent is critical a write (no readOnlyHint) is refused as an isError result; reads still run", async () => {
+    const { sh, clock } = virtualInstance({
+      tracerProvider: otel.provider,
+      health: { successRate: { minSamples: 4 } },
+    });
+    const { healed, client, counts } = await inMemory(sh);
+    for (let i = 0; i < 4; i++) await healed.callTool({ name: "explode" });
+    await clock.advance(5_000); // past the status cache
+    otel.reset();
+
+    const refused = await healed.callTool({ name: "create_ticket", arguments: { title: "t" } });
+
+    expect(refused.isError).toBe(true);
+    expect(textOf(refused)).toMatch(
+      /write tool "create_ticket" refused: the agent's health is critical/,
+    );
+    expect(refused._meta?.[REFUSAL_META_KEY]).toEqual({
+      code: "SELFHEAL_HEALTH_CHECK_FAILED",
+      name: "HealthCheckFailedError",
+    });
+    expect(counts.tickets).toBe(0); // nothing reached the server
+    expect(attributesOf("agent.tool_call")).toMatchObject({
+      "gen_ai.tool.name": "create_ticket",
+      "selfheal.tool.read_only": false,
+      "selfheal.call.outcome": "blocked",
+      "selfheal.health.status": "critical",
+      "mcp.method.name": "tools/call", // a refused call is still described
+    });
+    const read = await healed.callTool({ name: "search_docs", arguments: { q: "status" } });
+    expect(textOf(read)).toBe("3 hits for status");
+
+    // A second view of the same client shares the tools; this one throws refusals.
+    const throwing = healMcpClient(sh, client, { refusals: "throw" });
+    const thrown = await throwing
+      .callTool({ name: "create_ticket", arguments: { title: "t" } })
+      .catch((e: unknown) => e);
+    expect(isHealthCheckFailedError(thrown)).toBe(true);
+    expect(counts.tickets).toBe(0);
+  });
+
+  it("puts the call's trace context in params._meta: the server sees the tool-call span as its parent", async () => {
+    const { sh } = virtualInstance({ tracerProvider: otel.provider });
+    const { healed } = await inMemory(sh);
+
+    const result = await healed.callTool({ name: "echo_meta", _meta: { "example.com/x": "kept" } });
+
+    const meta = JSON.parse(textOf(result)) as Record<string, string>;
+    const span = otel.named("agent.tool_call")[0] as ReadableSpan;
+    const { traceId, spanId } = span.spanContext();
+    expect(meta.traceparent).toBe(`00-${traceId}-${spanId}-01`);
+    expect(meta["example.com/x"]).toBe("kept");
+  });
+
+  it("spans: attach writes on the span another instrumentation opened, with no second tool-call span", async () => {
+    const { sh } = virtualInstance({ tracerProvider: otel.provider });
+    const { healed } = await inMemory(sh, { spans: "attach" });
+    const tracer = otel.provider.getTracer("other-mcp-instrumentation");
+
+    const owner = tracer.startSpan("tools/call search_docs");
+    await context.with(trace.setSpan(context.active(), owner), () =>
+      healed.callTool({ name: "search_docs", arguments: { q: "x" } }),
+    );
+    owner.end();
+
+    expect(tree(otel.spans())).toEqual(["tools/call search_docs"]);
+    expect(attributesOf("tools/call search_docs")).toMatchObject({
+      "gen_ai.tool.name": "search_docs",
+      "mcp.method.name": "tools/call",
+      "network.transport": "memory",
+      "selfheal.call.outcome": "success",
+    });
+  });
+
+  it("reads a tool's hint again after the server announces its list changed", async () => {
+    const { sh } = virtualInstance({ tracerProvider: otel.provider });
+    const { healed, server } = await inMemory(sh);
+    const deploy = server.registerTool(
+      "deploy",
+      { description: "Deploys", annotations: { readOnlyHint: true } },
+      () => ({ content: [{ type: "text", text: "deployed" }] }),
+    );
+    await healed.listTools(); // the catalog now says deploy only reads
+
+    deploy.update({ annotations: { readOnlyHint: false } }); // notifications/tools/list_changed
+    await new Promise((done) => setTimeout(done, 20));
+    await healed.callTool({ name: "deploy" });
+
+    expect(attributesOf("agent.tool_call")["selfheal.tool.read_only"]).toBe(false);
+  });
+
+  it("bad options throw SelfHealConfigError naming the field", async () => {
+    const { sh } = virtualInstance();
+    const { client } = await connected();
+    open.push(client);
+    const heal = (options: unknown) => () => healMcpClient(sh, client, options as HealMcpOptions);
+    expect(configError(heal({ readOnly: "search_docs" })).field).toBe(
+      "healMcpClient(options).readOnly",
+    );
+    expect(configError(heal({ spans: "both" })).field).toBe("healMcpClient(options).spans");
+    expect(configError(heal({ refusal: "throw" })).field).toBe("healMcpClient(options).refusal");
+    expect(configError(heal({ toolOptions: { readOnly: true } })).field).toBe(
+      "healMcpClient(options).toolOptions.readOnly",
+    );
+    expect(
+      configError(() => healMcpClient(sh, { callTool: () => undefined } as unknown as Client))
+        .field,
+    ).toBe("healMcpClient(client)");
+  });
+});
+
+describe("selfheal/mcp over stdio (the fixture server as a child process)", () => {
+  let client: Client;
+  let transport: StdioClientTransport;
+  let sh: SelfHealing;
+
+  beforeAll(async () => {
+    transport = new StdioClientTransport({
+      command: process.execPath,
+      args: ["--import", "tsx", FIXTURE],
+      cwd: ROOT,
+      stderr: "pipe",
+    });
+    client = new Client({ name: "selfheal-test", version: "1.0.0" });
+    await client.connect(transport);
+    // The real clock: a child process answers in real time. No jitter: the quick retry waits 250 ms.
+    sh = createSelfHealing({
+      agent: "stdio-agent",
+      tracerProvider: otel.provider,
+      logger: { warn: () => undefined },
+      recovery: { random: () => 0 },
+    });
+  }, 20_000);
+
+  afterAll(async () => {
+    await client.close();
+  });
+
+  it("a call over a pipe carries network.transport pipe and the negotiated protocol version", async () => {
+    const healed = healMcpClient(sh, client);
+    const result = await healed.callTool({ name: "search_docs", arguments: { q: "pipes" } });
+
+    expect(textOf(result)).toBe("3 hits for pipes");
+    expect(attributesOf("agent.tool_call")).toMatchObject({
+      "gen_ai.tool.name": "search_docs",
+      "mcp.method.name": "tools/call",
+      "mcp.protocol.version": client.getNegotiatedProtocolVersion(),
+      "network.transport": "pipe",
+      "selfheal.call.outcome": "success",
+    });
+  });
+
+  it("a throttled answer is retried once and recovered", async () => {
+    const healed = healMcpClient(sh, client);
+    const result = await healed.callTool({ name: "quota_search" });
+
+    expect(textOf(result)).toBe("quota search: 1 hit");
+    expect(tree(otel.spans())).toEqual([
+      { "agent.tool_call": ["agent.tool_call.error", "agent.diagnosis", "agent.recovery"] },
+    ]);
+    expect(attributesOf("agent.tool_call")["selfheal.call.outcome"]).toBe("recovered");
+  });
+
+  it("the server process dying mid-call is SERVICE_DOWN; the caller gets the SDK's ConnectionClosed", async () => {
+    const healed = healMcpClient(sh, client, {
+      toolOptions: { plans: { SERVICE_DOWN: [] } }, // see the diagnosis, not the recovery
+    });
+    const call = healed
+      .callTool({ name: "slow", arguments: { ms: 10_000 } })
+      .catch((e: unknown) => e);
+    await new Promise((done) => setTimeout(done, 100));
+    process.kill(transport.pid as number);
+
+    const thrown = await call;
+    expect(thrown).toBeInstanceOf(SdkError);
+    expect((thrown as SdkError).code).toBe(SdkErrorCode.ConnectionClosed);
+    expect(attributesOf("agent.tool_call")["error.type"]).toBe("connection_closed");
+    expect(attributesOf("agent.diagnosis")).toMatchObject({
+      "selfheal.diagnosis.pattern": "SERVICE_DOWN",
+      "selfheal.diagnosis.rule": "http-5xx-unavailable",
+    });
+  });
+});
+
+describe("examples/mcp.ts (against the built package, as a user runs it)", () => {
+  it("prints the spans, the recovery from a 429 and the refused write", async () => {
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ["--import", "tsx", "examples/mcp.ts"],
+      { cwd: ROOT, timeout: 30_000 },
+    );
+    expect(stdout).toContain(
+      "span agent.tool_call  tool=search_docs outcome=success  mcp.method.name=tools/call network.transport=memory",
+    );
+    expect(stdout).toContain(
+      "diagnosis quota_search: RATE_LIMIT (rule rate-limit-wording, evidence wording)",
+    );
+    expect(stdout).toContain("recovery quota_search: retry_once => recovered");
+    expect(stdout).toContain("span agent.tool_call  tool=quota_search outcome=recovered");
+    expect(stdout).toContain("quota_search answered: quota search: 1 hit");
+    expect(stdout).toContain("status: critical");
+    expect(stdout).toContain("span agent.tool_call  tool=create_ticket outcome=blocked");
+    expect(stdout).toMatch(
+      /create_ticket refused \(isError\): selfheal: write tool "create_ticket"/,
+    );
+  });
+});
