@@ -27,7 +27,7 @@ function watchdogSection(r: Review): string {
   const w = r.watchdog;
   if (w.events === 0) return "";
   const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
-  return `<h2>Watchdog: long runs (${w.sessions} sessions)</h2>
+  return `<h2>Watchdog: long runs (${w.sessions} ${w.sessions === 1 ? "session" : "sessions"})</h2>
 <table class="watchdog"><tr><th>tier</th><th>runs</th><th>recovered</th><th>failed</th><th>success</th></tr>
 ${w.tiers.map((t) => `<tr><td>${escape(t.tier)}</td><td>${t.runs}</td><td>${t.recovered}</td><td>${t.failed}</td><td>${pct(t.successRate)}</td></tr>`).join("\n")}
 </table>

@@ -25,8 +25,10 @@ function table(headers: string[], rows: (string | number)[][]): string {
 /** The review as terminal text. */
 export function renderText(r: Review): string {
   const out: string[] = [];
+  const only =
+    r.events === 0 && r.watchdog.events > 0 ? " (the log holds watchdog lines only)" : "";
   out.push(
-    `Recovery review: ${r.events} incidents${r.from ? ` from ${r.from} to ${r.to ?? ""}` : ""}`,
+    `Recovery review: ${r.events} incidents${r.from ? ` from ${r.from} to ${r.to ?? ""}` : ""}${only}`,
   );
   if (r.malformed) {
     out.push(`(${r.malformed} lines were not recovery events and were left out)`);
@@ -37,6 +39,28 @@ export function renderText(r: Review): string {
   const section = (title: string, headers: string[], rows: (string | number)[][]) => {
     out.push("", title, table(headers, rows));
   };
+  if (r.events > 0) recoverySections(r, out, section);
+  const w = r.watchdog;
+  if (w.events > 0) {
+    section(
+      `Watchdog: long runs (${w.sessions} ${w.sessions === 1 ? "session" : "sessions"})`,
+      ["tier", "runs", "recovered", "failed", "success"],
+      w.tiers.map((t) => [t.tier, t.runs, t.recovered, t.failed, pct(t.successRate)]),
+    );
+    out.push(
+      `Verdicts entered: ${w.verdicts.map((v) => `${oneLine(v.verdict)} ${v.count}`).join(", ") || "none"}`,
+      `Gave up (restart intensity reached): ${w.gaveUp}`,
+    );
+  }
+  return out.join("\n");
+}
+
+/** Patterns, tools, strategies, outcomes, MTTR and spend: the review of recovery events. */
+function recoverySections(
+  r: Review,
+  out: string[],
+  section: (title: string, headers: string[], rows: (string | number)[][]) => void,
+): void {
   section(
     "Top failure patterns",
     ["pattern", "incidents", "share"],
@@ -73,17 +97,4 @@ export function renderText(r: Review): string {
     `MTTR (recovered calls, ${r.mttrSeconds.count}): p50 ${secs(r.mttrSeconds.p50)}, p90 ${secs(r.mttrSeconds.p90)}, p99 ${secs(r.mttrSeconds.p99)}`,
     `Recovery spend: $${r.costUsd.toFixed(4)} ($${r.costPerIncidentUsd.toFixed(4)} per incident)`,
   );
-  const w = r.watchdog;
-  if (w.events > 0) {
-    section(
-      `Watchdog: long runs (${w.sessions} sessions)`,
-      ["tier", "runs", "recovered", "failed", "success"],
-      w.tiers.map((t) => [t.tier, t.runs, t.recovered, t.failed, pct(t.successRate)]),
-    );
-    out.push(
-      `Verdicts entered: ${w.verdicts.map((v) => `${oneLine(v.verdict)} ${v.count}`).join(", ") || "none"}`,
-      `Gave up (restart intensity reached): ${w.gaveUp}`,
-    );
-  }
-  return out.join("\n");
 }

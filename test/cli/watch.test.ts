@@ -129,8 +129,13 @@ describe("selfheal watch (built CLI, a real child-process agent)", () => {
       }),
     );
     const report = execFileSync(process.execPath, [CLI, "report", eventLog], { encoding: "utf8" });
-    expect(report).toContain("Watchdog: long runs (1 sessions)");
+    expect(report).toContain("Watchdog: long runs (1 session)");
     expect(report).toMatch(/^context_reset\s+1\s+1\s+0\s+100\.0%$/m);
+    // A log of watchdog lines only: no empty recovery tables.
+    expect(report).toMatch(
+      /^Recovery review: 0 incidents .*\(the log holds watchdog lines only\)$/m,
+    );
+    expect(report).not.toContain("Top failure patterns");
   }, 30_000);
 
   it("a signal to watch goes to the agent, and watch ends with the agent's exit code", async () => {
