@@ -17,18 +17,42 @@ import type {
   ListToolsRequest,
   ListToolsResult,
 } from "@modelcontextprotocol/client";
-import type { CallContext, CallOptions, SelfHealing, WrappedTool } from "../index.js";
-import { ToolCatalog } from "./mcp/catalog.js";
-import { asMcpCallError, surfaced, toolResultError } from "./mcp/errors.js";
+import { MAX_TIMER_MS } from "../engine/options.js";
+import {
+  SelfHealConfigError,
+  type CallContext,
+  type CallOptions,
+  type SelfHealing,
+  type WrappedTool,
+} from "../index.js";
+import { catalogOf, type ToolCatalog } from "./mcp/catalog.js";
+import {
+  abortedRequest,
+  asMcpCallError,
+  IDEMPOTENCY_META_KEY,
+  surfaced,
+  toolResultError,
+} from "./mcp/errors.js";
 import { resolveSettings, type McpSettings } from "./mcp/options.js";
 import type { HealMcpOptions, McpToolCall } from "./mcp/options.js";
 import { connectionAttributes, withTraceContext } from "./mcp/telemetry.js";
 
-export { isMcpCallError, McpCallError, REFUSAL_META_KEY } from "./mcp/errors.js";
+export {
+  IDEMPOTENCY_META_KEY,
+  isMcpCallError,
+  McpCallError,
+  REFUSAL_META_KEY,
+} from "./mcp/errors.js";
 export type { RefusalMode } from "./mcp/errors.js";
 export type { HealMcpOptions, McpToolCall, McpToolOptions } from "./mcp/options.js";
 
 type McpTool = WrappedTool<McpToolCall, CallToolResult>;
+
+/** A selfheal tool made for an MCP tool, with the read-only verdict it was registered under. */
+interface Registration {
+  readonly tool: McpTool;
+  readonly readOnly: boolean;
+}
 
 /** What one call needs that its (shared, once-registered) selfheal tool cannot hold. */
 interface PendingCall {
@@ -40,8 +64,9 @@ interface PendingCall {
 /**
  * The selfheal tools made for MCP tools, per instance: `sh.tool()` takes a name once, and two
  * healed clients of one server (or one client healed twice) share a tool's health and breaker.
+ * Two that disagree on whether it writes are refused (see `register`).
  */
-const toolsByInstance = new WeakMap<SelfHealing, Map<string, McpTool>>();
+const toolsByInstance = new WeakMap<SelfHealing, Map<string, Registration>>();
 
 /** Each call's client and options, by the params object the engine hands back to the tool. */
 const pending = new WeakMap<McpToolCall, PendingCall>();
@@ -58,19 +83,18 @@ export function healMcpClient<C extends Client>(
   options?: HealMcpOptions,
 ): C {
   const settings = resolveSettings(sh, client, options);
-  const catalog = new ToolCatalog(() => client.listTools());
-  catalog.watch(client);
-  const tools = toolsByInstance.get(sh) ?? new Map<string, McpTool>();
-  toolsByInstance.set(sh, tools);
+  const catalog = catalogOf(client);
+  const registrations = toolsByInstance.get(sh) ?? new Map<string, Registration>();
+  toolsByInstance.set(sh, registrations);
+  /** This view's selfheal tool per MCP tool name, once its verdict is taken. */
+  const resolved = new Map<string, McpTool>();
 
-  const toolFor = async (name: string): Promise<McpTool> => {
-    const id = settings.toolName(name);
-    const known = tools.get(id);
+  const toolFor = async (name: string, signal: AbortSignal | undefined): Promise<McpTool> => {
+    const known = resolved.get(name);
     if (known) return known;
-    const readOnly = await readOnlyOf(name, settings, catalog);
-    // Another first call may have registered it while the hint was read.
-    const tool = tools.get(id) ?? registerTool(sh, id, name, readOnly, settings);
-    tools.set(id, tool);
+    const readOnly = await readOnlyOf(name, settings, catalog, signal);
+    const tool = register(sh, registrations, name, readOnly, settings);
+    resolved.set(name, tool);
     return tool;
   };
 
@@ -78,7 +102,14 @@ export function healMcpClient<C extends Client>(
     params: McpToolCall,
     requestOptions?: CallToolRequestOptions,
   ): Promise<CallToolResult> => {
-    const tool = await toolFor(params.name);
+    const signal = requestOptions?.signal;
+    let tool: McpTool;
+    try {
+      tool = await toolFor(params.name, signal);
+    } catch (error) {
+      // The listing that reads the hint was aborted, or failed on the way: nothing was sent.
+      throw signal?.aborted && error === signal.reason ? abortedRequest(error) : error;
+    }
     // A copy per call: its identity keys this call's client and options (the params object a
     // caller reuses across calls must not mix them).
     const args: McpToolCall = { ...params };
@@ -90,7 +121,7 @@ export function healMcpClient<C extends Client>(
     try {
       return await tool(args, callOptions(client, requestOptions));
     } catch (error) {
-      return surfaced(error, settings.refusals);
+      return surfaced(error, settings.refusals, signal);
     } finally {
       pending.delete(args);
     }
@@ -113,19 +144,37 @@ async function readOnlyOf(
   name: string,
   settings: McpSettings,
   catalog: ToolCatalog,
+  signal: AbortSignal | undefined,
 ): Promise<boolean> {
-  const hint = settings.trustAnnotations ? await catalog.readOnlyHint(name) : undefined;
+  const hint = settings.trustAnnotations ? await catalog.readOnlyHint(name, signal) : undefined;
   return hint ?? settings.readOnly(name);
 }
 
-function registerTool(
+/**
+ * The selfheal tool of an MCP tool, registered on first use. One name is one tool: a second
+ * client (another server) or view that calls a tool of that name a write while the tool was
+ * registered read-only is refused, since sharing would run the write while the agent is critical
+ * and retry it without a key. The other way round the write verdict stands (safe, if strict).
+ */
+function register(
   sh: SelfHealing,
-  id: string,
+  registrations: Map<string, Registration>,
   name: string,
   readOnly: boolean,
   settings: McpSettings,
 ): McpTool {
-  return sh.tool<McpToolCall, CallToolResult>(
+  const id = settings.toolName(name);
+  const existing = registrations.get(id);
+  if (existing) {
+    // A write shared as a write is safe either way; a write run as a read is not.
+    if (!existing.readOnly || readOnly) return existing.tool;
+    const what = (r: boolean) => (r ? "only reads" : "writes");
+    throw new SelfHealConfigError(
+      "healMcpClient(options).toolName",
+      `the selfheal tool "${id}" ${what(existing.readOnly)}, but MCP tool "${name}" of this client ${what(readOnly)}: give the tools of each server their own names (toolName: (name) => \`server.\${name}\`)`,
+    );
+  }
+  const tool = sh.tool<McpToolCall, CallToolResult>(
     id,
     {
       ...settings.toolOptions(name),
@@ -134,6 +183,19 @@ function registerTool(
     },
     runMcpCall,
   );
+  registrations.set(id, { tool, readOnly });
+  return tool;
+}
+
+/**
+ * The caller's request `timeout`, when selfheal can own it: it is then the attempt's timeout
+ * (a retry with a longer timeout gets the longer time, the deadline counts it). Not with
+ * `resetTimeoutOnProgress` (a timer progress resets is the SDK's to keep), nor out of range.
+ */
+function ownedTimeout(options: CallToolRequestOptions | undefined): number | undefined {
+  const timeout = options?.timeout;
+  if (timeout === undefined || options?.resetTimeoutOnProgress === true) return undefined;
+  return Number.isInteger(timeout) && timeout >= 1 && timeout <= MAX_TIMER_MS ? timeout : undefined;
 }
 
 /**
@@ -141,22 +203,31 @@ function registerTool(
  * too); the caller's abort reaches selfheal, which aborts the attempt's signal in turn.
  */
 function callOptions(client: Client, options: CallToolRequestOptions | undefined): CallOptions {
+  const timeoutMs = ownedTimeout(options);
   return {
     attributes: connectionAttributes(client),
     ...(options?.signal && { signal: options.signal }),
+    ...(timeoutMs !== undefined && { timeoutMs }),
   };
 }
 
 /**
  * One attempt of one call: `isError: true` and the client's errors become failures the
- * diagnoser can read. The SDK's request timeout follows the attempt's budget unless the caller
- * set one, so its 60 s default never cuts a longer selfheal timeout short.
+ * diagnoser can read. The SDK's request timeout follows the attempt's budget (the caller's own
+ * `timeout` is that budget, see `ownedTimeout`), so its 60 s default never cuts a longer selfheal
+ * timeout short.
  */
 async function runMcpCall(args: McpToolCall, ctx: CallContext): Promise<CallToolResult> {
   const call = pending.get(args);
   if (!call) throw new Error(`selfheal/mcp: no pending call for tool "${args.name}"`);
-  const params = call.propagateContext ? withTraceContext(args) : args;
-  const timeout = call.options?.timeout ?? ctx.timeoutMs;
+  const params = withIdempotencyKey(
+    call.propagateContext ? withTraceContext(args) : args,
+    ctx.idempotencyKey,
+  );
+  const timeout =
+    ownedTimeout(call.options) === undefined
+      ? (call.options?.timeout ?? ctx.timeoutMs)
+      : ctx.timeoutMs;
   let result: CallToolResult;
   try {
     result = await call.client.callTool(params, {
@@ -171,6 +242,12 @@ async function runMcpCall(args: McpToolCall, ctx: CallContext): Promise<CallTool
   return result;
 }
 
+/** The call's idempotency key in `_meta` (a key the caller set there wins). */
+function withIdempotencyKey(params: McpToolCall, key: string | undefined): McpToolCall {
+  if (key === undefined) return params;
+  return { ...params, _meta: { [IDEMPOTENCY_META_KEY]: key, ...params._meta } };
+}
+
 /**
  * The client with `callTool` and `listTools` replaced. Its other methods run on the client
  * itself (bound once, so they reach its private state), and it stays an `instanceof Client`.
@@ -179,15 +256,21 @@ function healedView<C extends Client>(
   client: C,
   healed: Pick<Client, "callTool" | "listTools">,
 ): C {
-  const bound = new Map<PropertyKey, unknown>();
+  // By function, not by name: a field the application sets again (onclose, onerror, a
+  // handler) is read as it is now.
+  const bound = new WeakMap<object, unknown>();
   return new Proxy(client, {
     get(target, key) {
       if (key === "callTool") return healed.callTool;
       if (key === "listTools") return healed.listTools;
       const value: unknown = Reflect.get(target, key, target);
       if (typeof value !== "function" || key === "constructor") return value;
-      if (!bound.has(key)) bound.set(key, (value as (...a: unknown[]) => unknown).bind(target));
-      return bound.get(key);
+      let method = bound.get(value);
+      if (method === undefined) {
+        method = (value as (...a: unknown[]) => unknown).bind(target);
+        bound.set(value, method);
+      }
+      return method;
     },
   });
 }

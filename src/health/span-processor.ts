@@ -14,6 +14,7 @@ import {
   ATTR_GEN_AI_OPERATION_NAME,
   ATTR_GEN_AI_TOOL_NAME,
   ATTR_GEN_AI_USAGE_OUTPUT_TOKENS,
+  ATTR_TOOL_READ_ONLY,
   GEN_AI_LLM_OPERATIONS,
   GEN_AI_OPERATION_EXECUTE_TOOL,
 } from "../telemetry/conventions.js";
@@ -83,6 +84,12 @@ function aiSdkCall(span: FinishedSpan): ForeignCall | undefined {
   };
 }
 
+/** What `onStart` reads of a span that has just started (an SDK span fits). */
+export interface StartedSpan {
+  readonly attributes?: Attributes;
+  spanContext?(): { readonly spanId: string };
+}
+
 export interface HealthSpanProcessorOptions {
   store: SignalStore;
   clock: Clock;
@@ -104,19 +111,29 @@ export class HealthSpanProcessor {
 
   /** Span ids of the parents of selfheal's own call spans, oldest first. */
   private readonly countedParents = new Set<string>();
+  /** Span ids of selfheal's own call spans in flight: a GenAI span under one is counted by it. */
+  private readonly openCalls = new Set<string>();
 
-  onStart(): void {
-    // Nothing to do until the span ends.
+  onStart(span: StartedSpan): void {
+    // selfheal's call spans start with their read-only flag; spans opened under one (a model
+    // instrumentation's `chat` inside a healed model call) are that call, counted once.
+    if (span.attributes?.[ATTR_TOOL_READ_ONLY] === undefined) return;
+    const id = span.spanContext?.().spanId;
+    if (id === undefined) return;
+    if (this.openCalls.size >= MAX_REMEMBERED_PARENTS) this.openCalls.clear(); // ends missed
+    this.openCalls.add(id);
   }
 
   onEnd(span: FinishedSpan): void {
     const attributes = span.attributes;
     if (attributes[ATTR_CALL_OUTCOME] !== undefined) {
+      const id = span.spanContext?.().spanId;
+      if (id !== undefined) this.openCalls.delete(id);
       this.rememberParent(span);
       return;
     }
     const call = genAiCall(span) ?? aiSdkCall(span);
-    if (!call || this.countedAlready(span)) return;
+    if (!call || this.countedAlready(span) || this.underCall(span)) return;
     const { isTool, outputTokens } = call;
 
     const agentName = attributes[ATTR_GEN_AI_AGENT_NAME];
@@ -155,6 +172,11 @@ export class HealthSpanProcessor {
       if (oldest !== undefined) this.countedParents.delete(oldest);
     }
     this.countedParents.add(parent);
+  }
+
+  private underCall(span: FinishedSpan): boolean {
+    const parent = span.parentSpanContext?.spanId;
+    return parent !== undefined && this.openCalls.has(parent);
   }
 
   private countedAlready(span: FinishedSpan): boolean {

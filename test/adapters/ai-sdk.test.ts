@@ -4,7 +4,9 @@ import { context, trace } from "@opentelemetry/api";
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { generateText, stepCountIs, streamText, tool, wrapLanguageModel } from "ai";
 import { describe, expect, it } from "vitest";
+import { MockLanguageModelV3 } from "ai/test";
 import { z } from "zod";
+import type { StreamPart } from "../../src/adapters/ai-sdk/types.js";
 import {
   callContextOf,
   healModel,
@@ -344,6 +346,75 @@ describe("healTools: each tool's execute is a selfheal call", () => {
   });
 });
 
+describe("healTools: healed once, streaming tools stopped", () => {
+  it("heals a tool once: healing a healed set again does not nest a second selfheal call", async () => {
+    const { sh } = setup();
+    let runs = 0;
+    const once = healTools(
+      sh,
+      {
+        search_docs: docsTool(() => {
+          runs++;
+          return "found";
+        }),
+      },
+      { readOnly: ["search_docs"] },
+    );
+    // A request layer heals the set it was given, already healed at startup.
+    const twice = healTools(sh, once, { readOnly: ["search_docs"] });
+    await generateText({
+      model: scriptedModel([toolTurn(["search_docs", { query: "q" }, "c1"]), textTurn("ok")]),
+      prompt: "?",
+      tools: twice,
+      stopWhen: stepCountIs(2),
+    });
+    expect(runs).toBe(1);
+    expect(otel.named("agent.tool_call")).toHaveLength(1);
+    // A copy of a healed tool (spread, another description) is still the healed tool.
+    expect(
+      healTools(
+        sh,
+        { search_docs: { ...once.search_docs, description: "x" } },
+        { readOnly: ["search_docs"] },
+      ).search_docs.execute,
+    ).toBe(once.search_docs.execute);
+    // Healed again as a write: still one tool, declared two ways.
+    expect(configError(() => healTools(sh, once)).field).toBe("healTools.options.readOnly");
+  });
+
+  it("stops reading a streaming tool (async generator) once its attempt timed out", async () => {
+    const { sh, clock } = recoveryInstance(otel.provider, NO_RECOVERY);
+    const pulled: number[] = [];
+    const progress = tool({
+      inputSchema: z.object({ query: z.string() }),
+      // Ignores the signal: only the reader can stop it.
+      async *execute() {
+        for (let i = 1; i <= 10; i++) {
+          await clock.sleep(1_000);
+          pulled.push(i);
+          yield `step ${i}`;
+        }
+      },
+    });
+    const tools = healTools(
+      sh,
+      { progress },
+      { readOnly: ["progress"], tools: { progress: { timeoutMs: 2_500 } } },
+    );
+    const run = generateText({
+      model: scriptedModel([toolTurn(["progress", { query: "q" }, "p1"]), textTurn("late")]),
+      prompt: "?",
+      tools,
+      stopWhen: stepCountIs(2),
+    });
+    const result = await clock.run(run, { stepMs: 500 });
+    expect(isToolTimeoutError(toolErrors(result)[0]?.error)).toBe(true);
+    await clock.advance(20_000);
+    // The step in flight at the timeout may finish; nothing is pulled after it.
+    expect(pulled.length).toBeLessThanOrEqual(3);
+  });
+});
+
 describe('healTools with spans: "attach"', () => {
   it("writes on the SDK's ai.toolCall span: no second span, error, diagnosis and recovery hang under it", async () => {
     const { sh, clock } = setup();
@@ -552,6 +623,58 @@ describe("healModel: each model call is a selfheal llm call", () => {
       ["search_docs", "success"],
       ["streamer", "success"],
     ]);
+  });
+
+  it("streams: a stream that comes after its attempt timed out is cancelled, not read", async () => {
+    const { sh, clock } = recoveryInstance(otel.provider, NO_RECOVERY);
+    const pulled: string[] = [];
+    let cancelled = false;
+    // A provider that ignores the abort signal and answers late.
+    const late = new MockLanguageModelV3({
+      modelId: "late",
+      doStream: async () => {
+        await clock.sleep(2_000);
+        const parts = textStream("too late");
+        return {
+          stream: new ReadableStream<StreamPart>({
+            pull: (controller) => {
+              const part = parts.shift();
+              if (part === undefined) controller.close();
+              else {
+                pulled.push(part.type);
+                controller.enqueue(part);
+              }
+            },
+            cancel: () => {
+              cancelled = true;
+            },
+          }),
+        };
+      },
+    });
+    const result = streamText({
+      model: healModel(sh, late, { timeoutMs: 1_000 }),
+      prompt: "hi",
+      maxRetries: 0,
+      onError: () => undefined,
+    });
+    await clock.run(
+      Promise.resolve(result.text).catch(() => undefined),
+      { stepMs: 500 },
+    );
+    await clock.advance(5_000);
+    expect(cancelled).toBe(true);
+    expect(pulled).not.toContain("text-delta"); // only what the stream queued itself
+  });
+
+  it("heals a model once: healing the healed model again returns it, no nested call", async () => {
+    const { sh } = setup();
+    const raw = scriptedModel([textTurn("hi")], { modelId: "once" });
+    const healed = healModel(sh, raw);
+    const again = healModel(sh, healed);
+    expect((await generateText({ model: again, prompt: "?" })).text).toBe("hi");
+    expect(otel.named("agent.tool_call")).toHaveLength(1);
+    expect(again).toBe(healed);
   });
 
   it("works as a middleware among others in wrapLanguageModel (registered at its first call)", async () => {

@@ -440,6 +440,118 @@ describe("selfHealingMiddleware in a createAgent loop", () => {
   });
 });
 
+describe("selfHealingMiddleware: tool identity, ids and routes", () => {
+  it("asks the readOnly test once per tool name, as documented", async () => {
+    const { sh, clock } = setup();
+    const asked: string[] = [];
+    const search = countedTool("search_docs", clock, (q) => q);
+    const model = new FakeToolCallingModel({
+      toolCalls: [
+        [{ name: "search_docs", args: { q: "a" }, id: "call_1" }],
+        [{ name: "search_docs", args: { q: "b" }, id: "call_2" }],
+        [],
+      ],
+    });
+    const agent = createAgent({
+      model,
+      tools: [search.tool],
+      middleware: [
+        selfHealingMiddleware(sh, {
+          readOnly: (name) => {
+            asked.push(name);
+            return name === "search_docs";
+          },
+          model: false,
+        }),
+      ],
+    });
+    await run(clock, agent);
+
+    expect(search.calls).toHaveLength(2);
+    expect(asked).toEqual(["search_docs"]);
+  });
+
+  it("runs a tool call whose id is blank (a provider that sends none): the id is left out", async () => {
+    const { sh, clock } = setup();
+    const search = countedTool("search_docs", clock, (q) => `30 days for ${q}`);
+    const model = new FakeToolCallingModel({
+      toolCalls: [[{ name: "search_docs", args: { q: "refunds" }, id: "" }], []],
+    });
+    const messages = await run(clock, agentWith(sh, model, [search.tool]));
+
+    expect(search.calls).toHaveLength(1);
+    const [message] = toolMessages(messages);
+    expect(message?.status).not.toBe("error");
+    expect(message?.content).toBe("30 days for refunds");
+    expect(toolSpan("search_docs")[0]?.attributes["gen_ai.tool.call.id"]).toBeUndefined();
+  });
+
+  it("healTool runs a tool call whose id is blank", async () => {
+    const { sh, clock } = setup();
+    const search = countedTool("search_docs", clock, (q) => q);
+    const healed = healTool(sh, search.tool, { readOnly: true });
+    const message: unknown = await healed.invoke({
+      type: "tool_call",
+      id: "",
+      name: "search_docs",
+      args: { q: "returns" },
+    });
+    expect(message).toBe("returns"); // LangChain's own answer to a call without an id
+    expect(search.calls).toHaveLength(1);
+  });
+
+  it("sees createAgent's own signal: an abort there is not a tool failure, not retried", async () => {
+    const { sh, clock } = setup();
+    const controller = new AbortController();
+    let started = 0;
+    const slow = tool(
+      (_input: { q: string }, config: ToolRunnableConfig) =>
+        new Promise<string>((_resolve, reject) => {
+          started++;
+          if (started === 1) {
+            setTimeout(() => {
+              controller.abort(new Error("user stopped"));
+            }, 0);
+          }
+          config.signal?.addEventListener("abort", () => {
+            reject(new Error("stopped"));
+          });
+        }),
+      { name: "search_docs", description: "slow", schema: z.object({ q: z.string() }) },
+    );
+    const agent = createAgent({
+      model: callingModel("search_docs"),
+      tools: [slow],
+      signal: controller.signal,
+      middleware: [selfHealingMiddleware(sh, { readOnly: ["search_docs"], model: false })],
+    });
+    await run(clock, agent).catch(() => undefined);
+
+    expect(started).toBe(1);
+    expect(spans("agent.diagnosis")).toHaveLength(0);
+    expect(spans("agent.recovery")).toHaveLength(0);
+  });
+
+  it("refuses a second middleware whose model routes differ from the first's on the instance", () => {
+    const { sh } = setup({ providers: [{ name: "openai" }, { name: "anthropic" }] });
+    const backup = new ScriptedModel([answer("From the backup.")]);
+    const withBackup = {
+      provider: "openai",
+      fallbacks: [{ provider: "anthropic", model: backup }],
+    };
+    selfHealingMiddleware(sh, { model: withBackup });
+    selfHealingMiddleware(sh, { model: withBackup }); // an agent built per request: the same routes
+    // Without the fallback, the shared "model" tool would still fail over to "anthropic", run
+    // this agent's own model again under that name, and count its failures on that route.
+    expect(() => selfHealingMiddleware(sh, { model: { provider: "openai" } })).toThrow(
+      /model calls .* already healed with routes openai, anthropic/,
+    );
+    expect(() => selfHealingMiddleware(sh)).toThrow(/already healed with routes/);
+    // Under their own name they are their own tool.
+    expect(() => selfHealingMiddleware(sh, { model: { name: "triage-model" } })).not.toThrow();
+  });
+});
+
 describe("what selfheal adds over LangChain's toolRetryMiddleware (same tool, same fault)", () => {
   /** The run with LangChain's retry middleware (no waiting between tries). */
   async function withToolRetry(fault: () => Error) {
@@ -563,6 +675,19 @@ describe("healTool (plain LangChain tools, no createAgent)", () => {
       "success",
     ]);
     expect(toolSpan("search_docs")[1]?.attributes["gen_ai.tool.call.id"]).toBe("call_9");
+  });
+
+  it("heals a tool once: healing a healed tool again returns it, no nested call", async () => {
+    const { sh, clock } = setup();
+    const search = countedTool("search_docs", clock, (q) => q);
+    const once = healTool(sh, search.tool, { readOnly: true });
+    const twice = healTool(sh, once, { readOnly: true });
+    await twice.invoke({ q: "refunds" });
+
+    expect(search.calls).toHaveLength(1);
+    expect(toolSpan("search_docs")).toHaveLength(1);
+    expect(twice).toBe(once);
+    expect(() => healTool(sh, once, { readOnly: false })).toThrow(/already registered/);
   });
 
   it("throws a refused write as a tool throws; the middleware does not wrap a healed tool twice", async () => {

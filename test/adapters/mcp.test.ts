@@ -14,13 +14,21 @@ import {
 } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { McpServer } from "@modelcontextprotocol/server";
+import { z } from "zod";
 import {
   createSelfHealing,
   HttpResponseError,
   isHealthCheckFailedError,
+  isSelfHealConfigError,
   type SelfHealing,
 } from "../../src/index.js";
-import { healMcpClient, REFUSAL_META_KEY, type HealMcpOptions } from "../../src/adapters/mcp.js";
+import {
+  healMcpClient,
+  IDEMPOTENCY_META_KEY,
+  REFUSAL_META_KEY,
+  type HealMcpOptions,
+} from "../../src/adapters/mcp.js";
 import { configError, recoveryInstance, virtualInstance } from "../helpers/engine.js";
 import { recordingProvider, tree } from "../helpers/otel.js";
 import { createFixtureServer } from "../fixtures/adapters/mcp-server.js";
@@ -366,6 +374,247 @@ describe("selfheal/mcp over the in-memory transport", () => {
       configError(() => healMcpClient(sh, { callTool: () => undefined } as unknown as Client))
         .field,
     ).toBe("healMcpClient(client)");
+  });
+});
+
+describe("selfheal/mcp: review findings", () => {
+  /** Counts the tools/call requests sent, and lets a test fail or hold the next tools/list. */
+  function wire(clientSide: InMemoryTransport) {
+    const send = clientSide.send.bind(clientSide);
+    const seen = { calls: 0, metas: [] as unknown[], listing: "pass" as "pass" | "fail" | "hang" };
+    clientSide.send = (message, options) => {
+      if ("method" in message && message.method === "tools/call") {
+        seen.calls++;
+        seen.metas.push((message.params as { _meta?: unknown } | undefined)?._meta);
+      }
+      if ("method" in message && message.method === "tools/list" && seen.listing !== "pass") {
+        if (seen.listing === "hang") return Promise.resolve(); // sent, never answered
+        seen.listing = "pass";
+        return Promise.reject(new SdkError(SdkErrorCode.SendFailed, "pipe broke"));
+      }
+      return send(message, options);
+    };
+    return seen;
+  }
+
+  it("the healed view reads the client's function-valued fields as they are now, not as first read", async () => {
+    const { sh } = virtualInstance();
+    const { healed, client } = await inMemory(sh);
+    const seen: string[] = [];
+
+    healed.onerror = () => seen.push("first");
+    healed.onerror(new Error("x"));
+    healed.onerror = () => seen.push("second");
+    healed.onerror(new Error("y"));
+    client.onerror = () => seen.push("set on the client");
+    healed.onerror(new Error("z"));
+
+    expect(seen).toEqual(["first", "second", "set on the client"]);
+  });
+
+  it("healing one client again adds no second list_changed watcher (healing per request does not grow a chain)", async () => {
+    const { sh } = virtualInstance();
+    const { client } = await inMemory(sh);
+    const watcher = client.fallbackNotificationHandler;
+
+    for (let i = 0; i < 3; i++) healMcpClient(sh, client);
+    healMcpClient(virtualInstance().sh, client);
+
+    expect(client.fallbackNotificationHandler).toBe(watcher);
+  });
+
+  it("a tools/list that fails in transit settles no read-only verdict: the annotated read stays read-only", async () => {
+    const { sh } = virtualInstance({ tracerProvider: otel.provider });
+    const { healed, clientSide } = await inMemory(sh);
+    const seen = wire(clientSide);
+    seen.listing = "fail";
+
+    const first = await healed
+      .callTool({ name: "search_docs", arguments: { q: "x" } })
+      .catch((e: unknown) => e);
+    // The call fails as the plain client's would on a broken pipe; nothing was sent for it.
+    expect(first).toBeInstanceOf(SdkError);
+    expect(seen.calls).toBe(0);
+
+    await healed.callTool({ name: "search_docs", arguments: { q: "x" } });
+    const calls = otel.named("agent.tool_call");
+    expect(calls.at(-1)?.attributes["selfheal.tool.read_only"]).toBe(true);
+  });
+
+  it("a call before the client is connected settles no read-only verdict either", async () => {
+    const { sh } = virtualInstance({ tracerProvider: otel.provider });
+    const { server } = createFixtureServer();
+    const client = new Client({ name: "selfheal-test", version: "1.0.0" });
+    open.push(client, server);
+    const healed = healMcpClient(sh, client);
+
+    const early = await healed
+      .callTool({ name: "search_docs", arguments: { q: "x" } })
+      .catch((e: unknown) => e);
+    expect((early as Error).message).toBe("Not connected");
+
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await server.connect(serverSide);
+    await client.connect(clientSide);
+    await healed.callTool({ name: "search_docs", arguments: { q: "x" } });
+    const calls = otel.named("agent.tool_call");
+    expect(calls.at(-1)?.attributes["selfheal.tool.read_only"]).toBe(true);
+  });
+
+  it("the caller's abort ends a first call still waiting for tools/list", async () => {
+    const { sh } = virtualInstance();
+    const { healed, clientSide } = await inMemory(sh);
+    wire(clientSide).listing = "hang";
+    const controller = new AbortController();
+
+    const call = healed
+      .callTool({ name: "search_docs", arguments: { q: "x" } }, { signal: controller.signal })
+      .catch((e: unknown) => e);
+    setTimeout(() => {
+      controller.abort(new Error("user cancelled"));
+    }, 20);
+    const outcome = await Promise.race([
+      call,
+      new Promise((done) => {
+        setTimeout(() => {
+          done("still waiting");
+        }, 1_000);
+      }),
+    ]);
+
+    // As the plain client reports an aborted request.
+    expect(outcome).toBeInstanceOf(SdkError);
+    expect((outcome as SdkError).code).toBe(SdkErrorCode.RequestTimeout);
+    expect((outcome as Error).message).toContain("user cancelled");
+
+    // The same for an abort while the call itself runs.
+    const { sh: other } = virtualInstance();
+    const running = new AbortController();
+    const slow = (await inMemory(other)).healed
+      .callTool({ name: "slow", arguments: { ms: 5_000 } }, { signal: running.signal })
+      .catch((e: unknown) => e);
+    setTimeout(() => {
+      running.abort(new Error("user cancelled"));
+    }, 20);
+    const aborted = await slow;
+    expect(aborted).toBeInstanceOf(SdkError);
+    expect((aborted as SdkError).code).toBe(SdkErrorCode.RequestTimeout);
+  });
+
+  it("arguments the server's schema rejects (an isError result, as MCP servers report them) are BAD_REQUEST, never resent", async () => {
+    const { sh, clock } = recoveryInstance(otel.provider);
+    const { healed, clientSide } = await inMemory(sh);
+    const seen = wire(clientSide);
+
+    const result = await clock.run(healed.callTool({ name: "search_docs", arguments: { q: 42 } }), {
+      stepMs: 50,
+    });
+
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toMatch(/^Input validation error: /);
+    expect(seen.calls).toBe(1);
+    expect(attributesOf("agent.diagnosis")["selfheal.diagnosis.pattern"]).toBe("BAD_REQUEST");
+  });
+
+  it("one selfheal tool name that reads on one server and writes on another is refused, not shared", async () => {
+    const { sh } = virtualInstance();
+    const { healed } = await inMemory(sh);
+    const other = new McpServer({ name: "other", version: "1.0.0" });
+    let writes = 0;
+    // The same name, no readOnlyHint: a write on this server.
+    other.registerTool("search_docs", { inputSchema: z.object({ q: z.string() }) }, ({ q }) => {
+      writes++;
+      return { content: [{ type: "text", text: `indexed ${q}` }] };
+    });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await other.connect(serverSide);
+    const otherClient = new Client({ name: "selfheal-test", version: "1.0.0" });
+    await otherClient.connect(clientSide);
+    open.push(otherClient, other);
+
+    await healed.callTool({ name: "search_docs", arguments: { q: "x" } });
+    const thrown = await healMcpClient(sh, otherClient)
+      .callTool({ name: "search_docs", arguments: { q: "x" } })
+      .catch((e: unknown) => e);
+
+    expect(isSelfHealConfigError(thrown) && thrown.field).toBe("healMcpClient(options).toolName");
+    expect(writes).toBe(0);
+    // Named apart, each is its own tool.
+    const apart = healMcpClient(sh, otherClient, { toolName: (n) => `other.${n}` });
+    expect(textOf(await apart.callTool({ name: "search_docs", arguments: { q: "x" } }))).toBe(
+      "indexed x",
+    );
+  });
+
+  it("a retried write carries its idempotency key to the server in params._meta, the same on every attempt", async () => {
+    const { sh, clock } = recoveryInstance(otel.provider);
+    const { healed, clientSide } = await inMemory(sh, {
+      toolOptions: {
+        idempotencyKey: (call) => `ticket-${String(call.arguments?.title)}`,
+        plans: { UNKNOWN: ["retry_once"] },
+      },
+    });
+    const seen = wire(clientSide);
+    const send = clientSide.send.bind(clientSide);
+    let failed = false;
+    clientSide.send = (message, options) => {
+      if (!failed && "method" in message && message.method === "tools/call") {
+        failed = true;
+        void send(message, options); // the write reaches the server; its answer is lost
+        return Promise.reject(new Error("socket hang up"));
+      }
+      return send(message, options);
+    };
+
+    await clock.run(healed.callTool({ name: "create_ticket", arguments: { title: "t" } }), {
+      stepMs: 50,
+    });
+
+    expect(seen.calls).toBe(2);
+    expect(seen.metas.map((m) => (m as Record<string, unknown>)[IDEMPOTENCY_META_KEY])).toEqual([
+      "ticket-t",
+      "ticket-t",
+    ]);
+  });
+
+  it("the caller's request timeout is the attempt's: a retry with a longer timeout gets the longer time", async () => {
+    // The real clock: the SDK's timers run in real time.
+    const sh = createSelfHealing({
+      agent: "timeout-agent",
+      tracerProvider: otel.provider,
+      logger: { warn: () => undefined },
+      recovery: { random: () => 0 },
+    });
+    const { healed, clientSide } = await inMemory(sh);
+    const seen = wire(clientSide);
+
+    const result = await healed.callTool(
+      { name: "slow", arguments: { ms: 150 } },
+      { timeout: 100 },
+    );
+
+    expect(textOf(result)).toBe("slept 150 ms");
+    expect(seen.calls).toBe(2);
+    expect(attributesOf("agent.tool_call")).toMatchObject({
+      "selfheal.call.timeout_ms": 100,
+      "selfheal.call.outcome": "recovered",
+    });
+    expect(
+      otel.named("agent.recovery").map((span) => span.attributes["selfheal.recovery.strategy"]),
+    ).toContain("retry_with_longer_timeout");
+  });
+
+  it("selfheal's own attempt timeout reaches the caller as the SDK's request timeout", async () => {
+    const { sh, clock } = virtualInstance({ tracerProvider: otel.provider });
+    const { healed } = await inMemory(sh, { toolOptions: { timeoutMs: 1_000 } });
+
+    const thrown = await clock
+      .run(healed.callTool({ name: "slow", arguments: { ms: 5_000 } }), { stepMs: 100 })
+      .catch((e: unknown) => e);
+
+    expect(thrown).toBeInstanceOf(SdkError);
+    expect((thrown as SdkError).code).toBe(SdkErrorCode.RequestTimeout);
+    expect(attributesOf("agent.tool_call")["error.type"]).toBe("ToolTimeoutError");
   });
 });
 

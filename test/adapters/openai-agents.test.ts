@@ -2,6 +2,7 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import {
   Agent,
+  OpenAIChatCompletionsModel,
   RunContext,
   Usage,
   hostedMcpTool,
@@ -552,7 +553,7 @@ describe("selfheal/openai-agents: healthTraceProcessor", () => {
     );
   });
 
-  it("skips model spans with neither usage nor an error, and model spans altogether with models: false", async () => {
+  it("counts a model span without usage as a call but not as an answer's size, and no model span with models: false", async () => {
     const { sh } = virtualInstance();
     const withoutModels = virtualInstance();
     const processors = [
@@ -568,7 +569,7 @@ describe("selfheal/openai-agents: healthTraceProcessor", () => {
         span.spanData.usage = { output_tokens: 0 };
         await Promise.resolve();
       });
-      await withGenerationSpan(() => Promise.resolve()); // no usage, no error: nothing to count
+      await withGenerationSpan(() => Promise.resolve()); // a call; its size unknown
       await withResponseSpan(async (span) => {
         span.spanData._response = { model: "m", usage: { output_tokens: 40 } };
         await Promise.resolve();
@@ -583,7 +584,96 @@ describe("selfheal/openai-agents: healthTraceProcessor", () => {
     expect(report.tools.response?.signals.find((s) => s.signal === "success_rate")).toMatchObject({
       samples: 1,
     });
+    const generation = report.tools.generation?.signals;
+    expect(generation?.find((s) => s.signal === "success_rate")).toMatchObject({ samples: 1 });
+    expect(generation?.find((s) => s.signal === "empty_response_rate")).toMatchObject({
+      samples: 0,
+    });
     expect(Object.keys((await withoutModels.sh.status()).tools)).toEqual([]);
+  });
+});
+
+describe("selfheal/openai-agents: review findings", () => {
+  it("tools built per run (a new tool object of the same name) share one selfheal tool instead of throwing", async () => {
+    const { sh, clock } = virtualInstance({
+      tracerProvider: otel.provider,
+      health: { cacheMs: 0 },
+    });
+    const runFor = async (user: string) => {
+      const search = searchTool((q) => `${user} found ${q}`); // closes over the request
+      const agent = new Agent({
+        name: "support",
+        model: callsThenAnswers("search_docs", { q: "x" }),
+        tools: healTools(sh, [search], { readOnly: ["search_docs"] }),
+      });
+      return (await runAgent(clock, agent)).output;
+    };
+
+    expect(await runFor("ann")).toBe("answer: ann found x");
+    expect(await runFor("bob")).toBe("answer: bob found x");
+    expect((await successRate(sh, "search_docs"))?.samples).toBe(2);
+    // The same name declared a write elsewhere is refused by name.
+    expect(configError(() => healTools(sh, [searchTool(() => "z")])).field).toBe(
+      "healTools(options).readOnly",
+    );
+  });
+
+  it("the original tool's own timer is off however the healed copy is invoked, not only by the runner", async () => {
+    const { sh } = virtualInstance({ tracerProvider: otel.provider });
+    const slow = tool({
+      name: "search_docs",
+      description: "Searches the docs",
+      parameters: z.object({ q: z.string() }),
+      errorFunction: null,
+      timeoutMs: 20, // alone, the SDK would answer "timed out" after 20 ms (real time)
+      execute: async ({ q }) => {
+        await new Promise((resolve) => setTimeout(resolve, 80));
+        return `found ${q}`;
+      },
+    });
+    const healed = healTool(sh, slow, { readOnly: true, timeoutMs: 60_000 });
+
+    const output = await healed.invoke(new RunContext({}), JSON.stringify({ q: "x" }));
+
+    expect(output).toBe("found x");
+  });
+
+  it("counts every model call, not only the failed ones: the Chat Completions model puts no usage on a successful call's span", async () => {
+    const { sh } = virtualInstance({ health: { cacheMs: 0 } });
+    setTraceProcessors([healthTraceProcessor(sh)]);
+    setTracingDisabled(false);
+    let calls = 0;
+    const completion = {
+      id: "chatcmpl-1",
+      object: "chat.completion",
+      created: 0,
+      model: "gpt-test",
+      choices: [
+        { index: 0, finish_reason: "stop", message: { role: "assistant", content: "hello" } },
+      ],
+      usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 },
+    };
+    // The OpenAI client as the model uses it: two answers, then a 500.
+    const client = {
+      baseURL: "https://api.example/v1",
+      chat: {
+        completions: {
+          create: () =>
+            ++calls === 3
+              ? Promise.reject(new Error("500 Internal Server Error"))
+              : Promise.resolve(completion),
+        },
+      },
+    };
+    const agent = new Agent({
+      name: "support",
+      model: new OpenAIChatCompletionsModel(client as never, "gpt-test"),
+    });
+
+    for (let i = 0; i < 3; i++) await run(agent, "hi").catch(() => undefined);
+
+    expect(calls).toBe(3);
+    expect(await successRate(sh, "gpt-test")).toMatchObject({ samples: 3 });
   });
 });
 

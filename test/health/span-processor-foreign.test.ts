@@ -16,7 +16,7 @@ import { recordingProvider } from "../helpers/otel.js";
 function setup() {
   const target: { health?: HealthSpanProcessor } = {};
   const forward = {
-    onStart: () => undefined,
+    onStart: (span: ReadableSpan) => target.health?.onStart(span),
     onEnd: (span: ReadableSpan) => target.health?.onEnd(span),
     forceFlush: () => Promise.resolve(),
     shutdown: () => Promise.resolve(),
@@ -97,6 +97,26 @@ describe("HealthSpanProcessor reads the AI SDK's own spans as well as GenAI ones
     });
     expect(Object.keys(report.tools).sort()).toEqual(["gpt-x", "lookup_order", "weather"]);
     expect(report.status).toBe("critical");
+  });
+
+  it("a GenAI span opened inside a healed call (a model instrumentation's chat span) is that call, counted once", async () => {
+    const { sh, tracer } = setup();
+    const model = sh.tool("model", { readOnly: true, kind: "llm" }, () =>
+      tracer.startActiveSpan(
+        "chat gpt-x",
+        { attributes: { "gen_ai.operation.name": "chat", "gen_ai.usage.output_tokens": 5 } },
+        (span) => {
+          span.end();
+          return "hi";
+        },
+      ),
+    );
+    for (let i = 0; i < 3; i++) await model(undefined);
+    // The same span outside any healed call is counted.
+    tracer.startSpan("chat gpt-x", { attributes: { "gen_ai.operation.name": "chat" } }).end();
+    const report = await sh.status();
+    expect(signal(report, "model", "success_rate")).toMatchObject({ samples: 3 });
+    expect(signal(report, "chat gpt-x", "success_rate")).toMatchObject({ samples: 1 });
   });
 
   it("feeds health from real generateText spans (telemetry on, nothing wrapped): failing tools and empty answers", async () => {

@@ -43,6 +43,12 @@ interface Registration {
 const registered = new WeakMap<SelfHealing, Map<string, Registration>>();
 
 /**
+ * The models `healModel` made, by the registration they call: healing one again under the same
+ * registration returns it (wrapping it again would nest two selfheal calls per model call).
+ */
+const healedModels = new WeakMap<LanguageModelV3, Registration>();
+
+/**
  * The model as a healed model: each `doGenerate` / `doStream` is a selfheal `llm` call (span,
  * health, empty-answer detection, diagnosis of `APICallError`s, recovery), failing over to
  * `fallback` models by provider. Set `maxRetries: 0` on generateText / streamText: selfheal
@@ -58,10 +64,13 @@ export function healModel(
   const fallbacks = fallbackRoutes("healModel", checked);
   // Registered now, so a bad option or an undeclared provider fails here, not at the first call.
   const registration = register("healModel", sh, model, checked, fallbacks);
-  return wrapLanguageModel({
+  if (healedModels.get(model) === registration) return model;
+  const healed = wrapLanguageModel({
     model,
     middleware: middleware(() => registration, fallbacks, checked),
   });
+  healedModels.set(healed, registration);
+  return healed;
 }
 
 /**

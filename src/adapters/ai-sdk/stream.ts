@@ -118,6 +118,12 @@ export async function peekStream(
   ctx.signal.addEventListener("abort", stop, { once: true });
   try {
     const result = await model.doStream({ ...params, abortSignal: abort.signal });
+    if (ctx.signal.aborted) {
+      // The attempt ended while the provider answered (one that ignores its signal): nobody
+      // will read this stream, so it is cancelled rather than left open and read in the dark.
+      void result.stream.cancel(ctx.signal.reason).catch(() => undefined);
+      throw ctx.signal.reason;
+    }
     reader = result.stream.getReader();
     const head: StreamPart[] = [];
     for (;;) {

@@ -41,6 +41,14 @@ interface Registration {
 /** Tools registered per instance, by name: `sh.tool` takes a name once. */
 const registered = new WeakMap<SelfHealing, Map<string, Registration>>();
 
+/**
+ * The `execute` functions `healTools` made, with the instance and registration they call. A tool
+ * whose `execute` is one of them (a healed set healed again, or a copy of a healed tool) is
+ * passed through: healing it twice would nest two selfheal calls, two spans, two health samples
+ * and two recovery loops for one execution.
+ */
+const healedExecutes = new WeakMap<Execute, { sh: SelfHealing; registration: Registration }>();
+
 /** The selfheal call context of an execution, by the options object its `execute` received. */
 const contexts = new WeakMap<ToolExecutionOptions, CallContext>();
 
@@ -80,11 +88,17 @@ function healTool(
   options: HealToolsOptions,
 ): AnyTool {
   const readOnly = isReadOnly(name, options.readOnly);
+  const healed = healedExecutes.get(execute);
+  if (healed?.sh === sh) {
+    checkSameSafety(name, healed.registration.readOnly, readOnly);
+    return tool;
+  }
   const registration = register(sh, name, readOnly, options.tools?.[name], options.spans);
   const healedExecute = (input: unknown, sdk: ToolExecutionOptions): Promise<unknown> =>
     inFrameworkSpan(options.spans, TOOL_SPANS, () =>
       registration.call(new Execution(input, execute, tool, sdk), callOptions(sdk)),
     );
+  healedExecutes.set(healedExecute, { sh, registration });
   return { ...tool, execute: healedExecute } as AnyTool;
 }
 
@@ -106,18 +120,23 @@ function register(
   if (!byName) registered.set(sh, (byName = new Map<string, Registration>()));
   const existing = byName.get(name);
   if (existing) {
-    if (existing.readOnly !== readOnly) {
-      throw new SelfHealConfigError(
-        "healTools.options.readOnly",
-        `tool "${name}" was healed before as ${existing.readOnly ? "read-only" : "a write"}; a tool name is one tool on an instance`,
-      );
-    }
+    checkSameSafety(name, existing.readOnly, readOnly);
     return existing;
   }
   const call = sh.tool(name, toolOptions(readOnly, overrides, spans), runExecution);
   const registration = { readOnly, call };
   byName.set(name, registration);
   return registration;
+}
+
+/** A tool healed before is declared the same way again: read-only or a write. */
+function checkSameSafety(name: string, before: boolean, now: boolean): void {
+  if (before !== now) {
+    throw new SelfHealConfigError(
+      "healTools.options.readOnly",
+      `tool "${name}" was healed before as ${before ? "read-only" : "a write"}; a tool name is one tool on an instance`,
+    );
+  }
 }
 
 /** The options of `sh.tool`: the overrides, with the functions moved onto the input. */
@@ -156,7 +175,7 @@ async function runExecution(e: Execution, ctx: CallContext): Promise<unknown> {
   const options: ToolExecutionOptions = { ...e.options, abortSignal: ctx.signal };
   contexts.set(options, ctx);
   const output: unknown = await e.execute.call(e.owner, e.input, options);
-  return isAsyncIterable(output) ? lastOf(output) : output;
+  return isAsyncIterable(output) ? lastOf(output, ctx.signal) : output;
 }
 
 function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
@@ -167,8 +186,16 @@ function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
   );
 }
 
-async function lastOf(outputs: AsyncIterable<unknown>): Promise<unknown> {
+/**
+ * The last value of a streaming tool. Once the attempt is over (timed out, aborted) nothing more
+ * is pulled and the iterator is closed: a generator that ignores its signal would otherwise run
+ * on beside the retry, its late output dropped anyway.
+ */
+async function lastOf(outputs: AsyncIterable<unknown>, signal: AbortSignal): Promise<unknown> {
   let last: unknown;
-  for await (const output of outputs) last = output;
+  for await (const output of outputs) {
+    if (signal.aborted) break;
+    last = output;
+  }
   return last;
 }

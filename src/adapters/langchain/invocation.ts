@@ -94,3 +94,11 @@ export function withSignal<C extends { signal?: AbortSignal | undefined }>(
     signal: own === undefined || own === signal ? signal : AbortSignal.any([own, signal]),
   };
 }
+
+/**
+ * The model's tool call id as a selfheal call option: left out when blank (a provider that sends
+ * none, or ""), which selfheal would reject as a bad option before the tool ran.
+ */
+export function toolCallIdOption(id: unknown): { toolCallId?: string } {
+  return typeof id === "string" && id.trim() !== "" ? { toolCallId: id } : {};
+}

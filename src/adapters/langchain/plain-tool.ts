@@ -2,10 +2,23 @@ import type { ToolCall } from "@langchain/core/messages/tool";
 import type { StructuredToolInterface, ToolRunnableConfig } from "@langchain/core/tools";
 import { SelfHealConfigError } from "../../errors.js";
 import type { SelfHealing } from "../../index.js";
-import { Invocation, passesToolError, passing, settled, withSignal } from "./invocation.js";
+import {
+  Invocation,
+  passesToolError,
+  passing,
+  settled,
+  toolCallIdOption,
+  withSignal,
+} from "./invocation.js";
 import { checkHealToolOptions, checkInstance, type HealToolOptions } from "./options.js";
 import { registeredTool } from "./registry.js";
 import { HEALED, toolOptions } from "./tool-calls.js";
+
+/**
+ * The tools `healTool` made, with the instance they call: healing one of them again on that
+ * instance returns it (a second copy would nest two selfheal calls for one invocation).
+ */
+const healedBy = new WeakMap<object, SelfHealing>();
 
 /** The config a tool's `invoke` receives; ToolNode adds the call's id as `toolCallId`. */
 type InvokeConfig = ToolRunnableConfig & { toolCallId?: string };
@@ -25,7 +38,9 @@ export function healTool<T extends StructuredToolInterface>(
   checkTool(tool);
   const field = `healTool(${tool.name})`;
   const { readOnly, spans, ...settings } = checkHealToolOptions(options, `${field}.options`);
+  // Registered (or checked against the registration: read-only or a write) before anything else.
   const wrapped = registeredTool(sh, tool.name, toolOptions<unknown>(readOnly, settings, spans));
+  if (healedBy.get(tool) === sh) return tool;
   const invoke = async (input: unknown, config?: InvokeConfig): Promise<unknown> => {
     const call = isToolCall(input) ? input : undefined;
     const invocation = new Invocation(call ? call.args : input, (ctx) =>
@@ -35,13 +50,15 @@ export function healTool<T extends StructuredToolInterface>(
     const signal = config?.signal;
     return settled(
       await wrapped(invocation, {
-        ...(toolCallId !== undefined && { toolCallId }),
+        ...toolCallIdOption(toolCallId),
         ...(signal && { signal }),
       }),
     );
   };
   // Own properties over the tool as prototype: everything else is the tool's own.
-  return Object.assign(Object.create(tool) as T, { [HEALED]: true, invoke });
+  const healed = Object.assign(Object.create(tool) as T, { [HEALED]: true, invoke });
+  healedBy.set(healed, sh);
+  return healed;
 }
 
 /** A LangChain tool has a name and `invoke`: anything else is a mistake worth naming now. */

@@ -6,6 +6,8 @@ interface Entry {
   readonly wrapped: unknown;
   readonly readOnly: boolean;
   readonly kind: ToolKind;
+  /** The routes (providers, primary first) of a model tool: failover picks the model by them. */
+  readonly routes: string;
 }
 
 /**
@@ -17,8 +19,8 @@ const registries = new WeakMap<SelfHealing, Map<string, Entry>>();
 
 /**
  * The selfheal tool for `name` on `sh`, registered with `options` the first time. Later callers
- * get the same tool; one that disagrees on what matters for safety (read-only, tool or model)
- * is a configuration error rather than a silent choice.
+ * get the same tool; one that disagrees on what matters for safety (read-only, tool or model,
+ * a model's failover routes) is a configuration error rather than a silent choice.
  */
 export function registeredTool<R>(
   sh: SelfHealing,
@@ -31,22 +33,38 @@ export function registeredTool<R>(
     registries.set(sh, registry);
   }
   const kind = options.kind ?? "tool";
+  const routes = (options.providers ?? [options.provider ?? ""]).join(", ");
   const existing = registry.get(name);
   if (existing) {
-    checkSame(name, existing, options.readOnly, kind);
+    checkSame(name, existing, options.readOnly, kind, routes);
     // Registered by this function with the same Invocation shape; only R is erased in the map.
     return existing.wrapped as WrappedTool<Invocation<R>, Outcome<R>>;
   }
   const wrapped = sh.tool(name, options, runAttempt);
-  registry.set(name, { wrapped, readOnly: options.readOnly, kind });
+  registry.set(name, { wrapped, readOnly: options.readOnly, kind, routes });
   return wrapped;
 }
 
-function checkSame(name: string, existing: Entry, readOnly: boolean, kind: ToolKind): void {
+function checkSame(
+  name: string,
+  existing: Entry,
+  readOnly: boolean,
+  kind: ToolKind,
+  routes: string,
+): void {
   if (existing.kind !== kind) {
     throw new SelfHealConfigError(
       `langchain: "${name}"`,
       "a LangChain tool and the model calls share this name; give the model calls another (model.name)",
+    );
+  }
+  // The selfheal tool routes by the first registration's providers, each middleware picks the
+  // model of a route from its own fallbacks: other routes would run the wrong model (or the
+  // agent's own again) under another provider's name and breaker.
+  if (kind === "llm" && existing.routes !== routes) {
+    throw new SelfHealConfigError(
+      `langchain: model "${name}"`,
+      `model calls of this selfheal instance are already healed with routes ${existing.routes || "(no provider)"}, not ${routes || "(no provider)"}; give these their own name (model.name) or the same provider and fallbacks`,
     );
   }
   if (existing.readOnly !== readOnly) {

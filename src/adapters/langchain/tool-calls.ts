@@ -1,12 +1,18 @@
 import { ToolMessage, type MessageContent } from "@langchain/core/messages";
 import type { WrapToolCallHook } from "langchain";
-import { isSelfHealError, type SelfHealing, type ToolOptions } from "../../index.js";
+import {
+  isSelfHealError,
+  type SelfHealing,
+  type ToolOptions,
+  type WrappedTool,
+} from "../../index.js";
 import { describeThrown, oneLine, redact } from "../../telemetry/redact.js";
 import {
   Invocation,
   passesToolError,
   passing,
   settled,
+  toolCallIdOption,
   withSignal,
   type Outcome,
 } from "./invocation.js";
@@ -45,8 +51,16 @@ export function toolOptions<R>(
   };
 }
 
+type HealedToolCall = WrappedTool<Invocation<ToolAnswer>, Outcome<ToolAnswer>>;
+
 /** The middleware's tool side: each call through its selfheal tool, failures as LangChain shows them. */
 export class ToolCalls {
+  /**
+   * The selfheal tool of each name this middleware has called, so `optionsOf` (and with it the
+   * user's `readOnly` test) is asked once per name. Only names of the agent's tools get here.
+   */
+  private readonly byName = new Map<string, HealedToolCall>();
+
   constructor(
     private readonly sh: SelfHealing,
     private readonly optionsOf: (
@@ -56,8 +70,13 @@ export class ToolCalls {
   ) {}
 
   /** Registers a tool now, so its settings are checked when the middleware is made. */
-  register(name: string): void {
-    registeredTool(this.sh, name, this.optionsOf(name));
+  register(name: string): HealedToolCall {
+    let tool = this.byName.get(name);
+    if (!tool) {
+      tool = registeredTool(this.sh, name, this.optionsOf(name));
+      this.byName.set(name, tool);
+    }
+    return tool;
   }
 
   async wrap(request: ToolCallRequest, handler: ToolCallHandler): Promise<ToolAnswer> {
@@ -65,20 +84,22 @@ export class ToolCalls {
     // model inventing names must not register a selfheal tool for each).
     if (!request.tool || isHealed(request.tool)) return handler(request);
     const name = toolName(request);
-    const tool = registeredTool(this.sh, name, this.optionsOf(name));
+    const tool = this.register(name);
+    const cancel = new CallAbort(request.runtime.signal);
     const invocation = new Invocation(request.toolCall.args, (ctx) =>
-      passing(async () => handler(withToolSignal(request, ctx.signal)), passesToolError),
+      passing(async () => handler(withToolSignal(request, ctx.signal, cancel)), passesToolError),
     );
-    const signal = request.runtime.signal;
     try {
       return settled(
         await tool(invocation, {
-          ...(request.toolCall.id !== undefined && { toolCallId: request.toolCall.id }),
-          ...(signal && { signal }),
+          ...toolCallIdOption(request.toolCall.id),
+          signal: cancel.signal,
         }),
       );
     } catch (error) {
-      return this.failed(error, request, name);
+      return await this.failed(error, request, name, cancel.signal);
+    } finally {
+      cancel.release();
     }
   }
 
@@ -87,8 +108,9 @@ export class ToolCalls {
     error: unknown,
     request: ToolCallRequest,
     name: string,
+    cancelled: AbortSignal,
   ): Promise<ToolAnswer> {
-    if (request.runtime.signal?.aborted || passesToolError(error)) throw error;
+    if (cancelled.aborted || passesToolError(error)) throw error;
     const { onFailure } = this;
     if (onFailure === "error") throw error;
     const content: MessageContent | undefined =
@@ -130,12 +152,57 @@ function errorName(error: unknown): string {
 }
 
 /**
- * The request with its tool given the attempt's signal: LangChain's ToolNode passes the run's
- * signal only, so without this a selfheal timeout would leave the tool running.
+ * A tool call's own abort signal, the selfheal call's: aborted by the run's signal
+ * (`runtime.signal`) and by the signal ToolNode hands the tool, which also carries createAgent's
+ * `signal` option (not in `runtime`). So a run stopped either way is a cancelled call (not
+ * diagnosed, not retried, not a health failure) rather than the tool's failure. An
+ * AbortController with listeners, removed when the call ends, not `AbortSignal.any`.
  */
-function withToolSignal(request: ToolCallRequest, signal: AbortSignal): ToolCallRequest {
+class CallAbort {
+  private readonly controller = new AbortController();
+  private readonly unlinks: (() => void)[] = [];
+
+  constructor(runSignal: AbortSignal | undefined) {
+    this.follow(runSignal);
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** Aborts the call when `source` aborts, until the call ends. */
+  follow(source: AbortSignal | undefined): void {
+    if (!source || this.controller.signal.aborted) return;
+    if (source.aborted) {
+      this.controller.abort(source.reason);
+      return;
+    }
+    const onAbort = () => {
+      this.controller.abort(source.reason);
+    };
+    source.addEventListener("abort", onAbort, { once: true });
+    this.unlinks.push(() => {
+      source.removeEventListener("abort", onAbort);
+    });
+  }
+
+  release(): void {
+    for (const unlink of this.unlinks.splice(0)) unlink();
+  }
+}
+
+/**
+ * The request with its tool given the attempt's signal: LangChain's ToolNode passes the run's
+ * signal only, so without this a selfheal timeout would leave the tool running. The signal
+ * ToolNode passes is followed by the call (see `CallAbort`).
+ */
+function withToolSignal(
+  request: ToolCallRequest,
+  signal: AbortSignal,
+  cancel: CallAbort,
+): ToolCallRequest {
   const { tool } = request;
-  return isInvokable(tool) ? { ...request, tool: signalled(tool, signal) } : request;
+  return isInvokable(tool) ? { ...request, tool: signalled(tool, signal, cancel) } : request;
 }
 
 interface Invokable {
@@ -147,8 +214,10 @@ function isInvokable<T>(tool: T): tool is T & Invokable {
 }
 
 /** The tool itself (name, schema, prototype) as prototype, its `invoke` joined to `signal`. */
-function signalled<T extends Invokable>(tool: T, signal: AbortSignal): T {
-  const invoke: Invokable["invoke"] = (input, config) =>
-    tool.invoke(input, withSignal(config, signal));
+function signalled<T extends Invokable>(tool: T, signal: AbortSignal, cancel: CallAbort): T {
+  const invoke: Invokable["invoke"] = (input, config) => {
+    cancel.follow(config?.signal);
+    return tool.invoke(input, withSignal(config, signal));
+  };
   return Object.assign(Object.create(tool) as T, { invoke });
 }

@@ -13,6 +13,7 @@ import {
   isInFlightElsewhereError,
   isReadOnlyModeError,
   isRecoveryBudgetExhaustedError,
+  isToolTimeoutError,
   type SelfHealError,
 } from "../../index.js";
 import { MCP_ERROR_TYPE_TOOL_ERROR } from "../../telemetry/conventions.js";
@@ -45,6 +46,13 @@ const SDK_CODES: ReadonlyMap<string, string> = new Map([
 
 /** Longest tool text kept on an error (the diagnoser reads 4 KiB; spans are cut shorter). */
 const MAX_TEXT = 4 * 1024;
+
+/**
+ * How the SDK's `McpServer` answers arguments its input schema rejects: an `isError` result (as
+ * MCP asks, so the model can correct them), not JSON-RPC -32602. The same arguments fail the same
+ * way: INVALID_ARGUMENT (BAD_REQUEST), never resent. Only this call is concerned.
+ */
+const INPUT_REJECTED = /^Input validation error: /;
 
 interface McpCallErrorInit {
   code?: string | undefined;
@@ -109,7 +117,9 @@ function textOf(result: CallToolResult): string {
 export function toolResultError(result: CallToolResult): McpCallError {
   const body = isRecord(result.structuredContent) ? result.structuredContent : undefined;
   const headers = isRecord(body?.headers) ? body.headers : undefined;
-  return new McpCallError(MCP_ERROR_TYPE_TOOL_ERROR, textOf(result), { result, body, headers });
+  const text = textOf(result);
+  const code = INPUT_REJECTED.test(text) ? "INVALID_ARGUMENT" : undefined;
+  return new McpCallError(MCP_ERROR_TYPE_TOOL_ERROR, text, { code, result, body, headers });
 }
 
 /** The SDK's own "Not connected" (a plain Error, thrown before anything is sent). */
@@ -141,6 +151,19 @@ export function asMcpCallError(error: unknown): unknown {
 /** `_meta` key of a refusal result: `{ code, name }` of the selfheal error behind it. */
 export const REFUSAL_META_KEY = "selfheal/refusal";
 
+/**
+ * `params._meta` key of a call's idempotency key (from `toolOptions.idempotencyKey`), the same on
+ * every attempt: what a server needs to apply a retried write once.
+ */
+export const IDEMPOTENCY_META_KEY = "selfheal/idempotency-key";
+
+/** What the plain client rejects with when a request is aborted: the reason, as an SdkError. */
+export function abortedRequest(reason: unknown): SdkError {
+  return reason instanceof SdkError
+    ? reason
+    : new SdkError(SdkErrorCode.RequestTimeout, String(reason));
+}
+
 /** selfheal refused the call or gave up on it: nothing more will be sent for it. */
 function isRefusal(error: unknown): error is SelfHealError {
   return (
@@ -158,14 +181,27 @@ export type RefusalMode = "result" | "throw";
 
 /**
  * The healed call's failure as the plain client would report it: a tool failure is its
- * `isError` result, a protocol or SDK failure the SDK's own error; a refusal (a write refused
- * while critical, an open circuit, an escalation) an `isError` result the model can read,
- * unless refusals are thrown. Everything else is thrown unchanged.
+ * `isError` result, a protocol or SDK failure the SDK's own error, a timeout (selfheal's own
+ * included) or the caller's abort the SDK's request timeout; a refusal (a write refused while
+ * critical, an open circuit, an escalation) an `isError` result the model can read, unless
+ * refusals are thrown. Everything else is thrown unchanged.
  */
-export function surfaced(error: unknown, refusals: RefusalMode): CallToolResult {
+export function surfaced(
+  error: unknown,
+  refusals: RefusalMode,
+  signal: AbortSignal | undefined,
+): CallToolResult {
   if (isMcpCallError(error)) {
     if (error.result) return error.result;
     throw error.cause;
+  }
+  if (signal?.aborted && error === signal.reason) throw abortedRequest(error);
+  if (isToolTimeoutError(error)) {
+    const timedOut = new SdkError(SdkErrorCode.RequestTimeout, "Request timed out", {
+      timeout: error.timeoutMs,
+    });
+    timedOut.cause = error;
+    throw timedOut;
   }
   if (refusals === "result" && isRefusal(error)) {
     return {

@@ -1,5 +1,6 @@
 import {
   getCurrentSpan,
+  invokeFunctionTool,
   ModelBehaviorError,
   type FunctionTool,
   type RunContext,
@@ -11,6 +12,7 @@ import {
   type CallOptions,
   type SelfHealing,
   type ToolOptions,
+  type WrappedTool,
 } from "../../index.js";
 import { markHealed } from "./healed-spans.js";
 import {
@@ -26,18 +28,27 @@ import {
   type ToolCallDetails,
 } from "./options.js";
 
-/** One call of a healed tool as selfheal's wrapper receives it. */
-class Invocation<C> {
+/**
+ * One call of a healed tool as selfheal's wrapper receives it: the model's arguments, and one
+ * attempt of the tool the call came through, so one registration serves every copy of a tool
+ * name (tools built per run, closing over the run, share their name and health).
+ */
+class Invocation {
   constructor(
-    readonly runContext: RunContext<C>,
     readonly input: string,
-    readonly details: ToolCallDetails,
+    readonly attempt: (signal: AbortSignal) => Promise<unknown>,
   ) {}
 
   /** What `recordArguments` puts on the span: the model's arguments, not the run context. */
   toJSON(): string {
     return this.input;
   }
+}
+
+/** A tool name's selfheal tool, with the read-only verdict it was registered under. */
+interface Registration {
+  readonly readOnly: boolean;
+  readonly call: WrappedTool<Invocation, unknown>;
 }
 
 /**
@@ -49,8 +60,10 @@ type ToolLike = Pick<Tool, "type">;
 /** A function tool of any context and schema (the SDK's own `Tool` type spells it with any). */
 type AnyFunctionTool = FunctionTool<never, ToolInputParameters>;
 
-/** Healed tools by instance and original, so a tool is registered with `sh.tool` once. */
+/** Healed tools by instance and original: healing a tool again returns its first copy. */
 const healedByInstance = new WeakMap<SelfHealing, WeakMap<object, object>>();
+/** The selfheal tool of each tool name, per instance: `sh.tool` takes a name once. */
+const registrations = new WeakMap<SelfHealing, Map<string, Registration>>();
 /** Every healed tool: healing one again returns it unchanged. */
 const healedTools = new WeakSet<object>();
 
@@ -72,8 +85,9 @@ export function healTool<C, P extends ToolInputParameters, R>(
       "expected a function tool (made with tool() from @openai/agents)",
     );
   }
-  const o = validateHealOptions(options, `healTool("${tool.name}").options`);
-  return once(sh, tool, () => wrap(sh, tool, o, isReadOnly(o.readOnly, tool.name)));
+  const field = `healTool("${tool.name}").options`;
+  const o = validateHealOptions(options, field);
+  return once(sh, tool, () => wrap(sh, tool, o, readOnlyOf(o, tool.name, field), field));
 }
 
 /**
@@ -91,7 +105,7 @@ export function healTools<T extends ToolLike>(
     throw new SelfHealConfigError("healTools(tools)", "expected a list of Agents SDK tools");
   const names = tools.flatMap((t) => (isFunctionTool(t) ? [t.name] : []));
   const o = validateHealOptions(options, "healTools(options)", names);
-  return tools.map((t) => healListed(sh, t, o));
+  return tools.map((t) => healListed(sh, t, o, "healTools(options)"));
 }
 
 function isList(value: unknown): boolean {
@@ -108,9 +122,21 @@ function isFunctionTool(tool: unknown): tool is AnyFunctionTool {
 }
 
 /** A tool of a list, healed when it is a function tool not healed yet. */
-function healListed<T>(sh: SelfHealing, tool: T, o: HealToolOptions): T {
+function healListed<T>(sh: SelfHealing, tool: T, o: HealToolOptions, field: string): T {
   if (!isFunctionTool(tool) || healedTools.has(tool)) return tool;
-  return once(sh, tool, () => wrap(sh, tool, o, isReadOnly(o.readOnly, tool.name)));
+  return once(sh, tool, () => wrap(sh, tool, o, readOnlyOf(o, tool.name, field), field));
+}
+
+/** The `readOnly` verdict for one tool; a predicate must answer with a boolean. */
+function readOnlyOf(o: HealToolOptions, name: string, field: string): boolean {
+  const verdict: unknown = isReadOnly(o.readOnly, name);
+  if (typeof verdict !== "boolean") {
+    throw new SelfHealConfigError(
+      `${field}.readOnly`,
+      `expected true or false for tool "${name}", got ${typeof verdict}`,
+    );
+  }
+  return verdict;
 }
 
 /** The healed copy of `tool` for `sh`, made on first use. */
@@ -134,6 +160,7 @@ function wrap<C, P extends ToolInputParameters, R>(
   tool: FunctionTool<C, P, R>,
   o: HealToolOptions,
   readOnly: boolean,
+  field: string,
 ): FunctionTool<C, P, R> {
   const logger = o.logger ?? console;
   let warned = false;
@@ -142,16 +169,17 @@ function wrap<C, P extends ToolInputParameters, R>(
     warned = true;
     logger.warn(`selfheal: ${new HiddenToolError(tool.name).message}`);
   };
-  const call = sh.tool<Invocation<C>, unknown>(
-    tool.name,
-    toolOptions(tool, o, readOnly),
-    (inv, ctx) => attempt(tool, inv, ctx.signal, onHidden),
-  );
+  const { call } = register(sh, tool, o, readOnly, field);
+  // The original with its own timer off however it is invoked (the SDK's invokeFunctionTool
+  // tells the tool so): selfheal times each attempt.
+  const untimed = copyWith(tool, { timeoutMs: undefined });
   const invoke: FunctionTool<C, P, R>["invoke"] = async (runContext, input, details) => {
     // The SDK's function span of this call: the trace processor must not count it again.
     const span = getCurrentSpan();
     if (span) markHealed(span, sh);
-    const inv = new Invocation(runContext, input, details);
+    const inv = new Invocation(input, (signal) =>
+      attempt(untimed, runContext, input, withSignal(details, signal), onHidden),
+    );
     try {
       return (await call(inv, callOptions(details))) as string | R;
     } catch (error) {
@@ -164,34 +192,64 @@ function wrap<C, P extends ToolInputParameters, R>(
 }
 
 /**
- * One attempt: the original tool's invoke under selfheal's signal (its timeout, the caller's
- * abort). A failure the SDK hid behind its default text and the model's bad arguments become
- * errors selfheal can read (UNKNOWN and BAD_REQUEST).
+ * The selfheal tool of `tool`'s name on `sh`, registered on first use with these options. A later
+ * copy of the same name (a tool built per run) shares it, and must agree on `readOnly`.
+ */
+function register<C, P extends ToolInputParameters, R>(
+  sh: SelfHealing,
+  tool: FunctionTool<C, P, R>,
+  o: HealToolOptions,
+  readOnly: boolean,
+  field: string,
+): Registration {
+  let byName = registrations.get(sh);
+  if (!byName) registrations.set(sh, (byName = new Map<string, Registration>()));
+  const existing = byName.get(tool.name);
+  if (existing) {
+    if (existing.readOnly === readOnly) return existing;
+    throw new SelfHealConfigError(
+      `${field}.readOnly`,
+      `tool "${tool.name}" was healed before as ${existing.readOnly ? "read-only" : "a write"}; a tool name is one tool on an instance, declare it the same way everywhere`,
+    );
+  }
+  const call = sh.tool<Invocation, unknown>(tool.name, toolOptions(tool, o, readOnly), (inv, ctx) =>
+    inv.attempt(ctx.signal),
+  );
+  const registration = { readOnly, call };
+  byName.set(tool.name, registration);
+  return registration;
+}
+
+/**
+ * One attempt: the original tool, its own timer off, under selfheal's signal (its timeout, the
+ * caller's abort). A failure the SDK hid behind its default text and the model's bad arguments
+ * become errors selfheal can read (UNKNOWN and BAD_REQUEST).
  */
 async function attempt<C, P extends ToolInputParameters, R>(
-  tool: FunctionTool<C, P, R>,
-  inv: Invocation<C>,
-  signal: AbortSignal,
+  untimed: FunctionTool<C, P, R>,
+  runContext: RunContext<C>,
+  input: string,
+  details: NonNullable<ToolCallDetails>,
   onHidden: () => void,
 ): Promise<unknown> {
   let output: unknown;
   try {
-    output = await tool.invoke(inv.runContext, inv.input, withSignal(inv.details, signal));
+    output = await invokeFunctionTool({ tool: untimed, runContext, input, details });
   } catch (error) {
     if (error instanceof ModelBehaviorError)
-      throw new ToolInputRejectedError(tool.name, { cause: error });
+      throw new ToolInputRejectedError(untimed.name, { cause: error });
     throw error;
   }
   if (output !== SDK_DEFAULT_TOOL_ERROR) return output;
   onHidden();
-  throw new HiddenToolError(tool.name);
+  throw new HiddenToolError(untimed.name);
 }
 
 function toolOptions<C, P extends ToolInputParameters, R>(
   tool: FunctionTool<C, P, R>,
   o: HealToolOptions,
   readOnly: boolean,
-): ToolOptions<Invocation<C>> {
+): ToolOptions<Invocation> {
   const timeoutMs = o.timeoutMs ?? tool.timeoutMs;
   const key = o.idempotencyKey;
   return {
@@ -204,7 +262,7 @@ function toolOptions<C, P extends ToolInputParameters, R>(
     ...(o.plans !== undefined && { plans: o.plans }),
     ...(o.spans !== undefined && { span: o.spans }),
     ...(key && {
-      idempotencyKey: (inv: Invocation<C>) => key(parseArguments(inv.input), tool.name),
+      idempotencyKey: (inv: Invocation) => key(parseArguments(inv.input), tool.name),
     }),
   };
 }
@@ -221,7 +279,7 @@ function callOptions(details: ToolCallDetails): CallOptions {
  * The details with another signal. Copied with their descriptors: the runner keeps its state
  * (usage recorder, parent span, trace policy, timeout flag) in non-enumerable symbol keys.
  */
-function withSignal(details: ToolCallDetails, signal: AbortSignal): ToolCallDetails {
+function withSignal(details: ToolCallDetails, signal: AbortSignal): NonNullable<ToolCallDetails> {
   return details ? copyWith(details, { signal }) : { signal };
 }
 

@@ -14,8 +14,8 @@ import { countedBy } from "./healed-spans.js";
 /** Options of `healthTraceProcessor`. */
 export interface HealthTraceProcessorOptions {
   /**
-   * Count model calls (`generation` and `response` spans that carry usage or an error) as LLM
-   * calls: success rate, and empty answers from zero output tokens. Default true.
+   * Count model calls (`generation` and `response` spans) as LLM calls: success rate, and empty
+   * answers from zero output tokens where a span reports usage. Default true.
    */
   models?: boolean;
 }
@@ -97,14 +97,18 @@ class HealthTraceProcessor implements TracingProcessor {
   }
 }
 
-/** A model span with usage or an error; one with neither says nothing about the call. */
+/**
+ * A model span: every one is a call, with or without usage. The SDK's Chat Completions model puts
+ * usage on a span only when the call fails, and the Responses model its response only when
+ * tracing includes data: counting only spans with usage or an error would count the failures
+ * and drop the successes. Without usage the call says nothing about empty answers.
+ */
 function modelCall(
   span: Span<SpanData>,
   model: string | undefined,
   outputTokens: unknown,
-): FinishedSpan | undefined {
+): FinishedSpan {
   const tokens = typeof outputTokens === "number" ? outputTokens : undefined;
-  if (tokens === undefined && span.error === null) return undefined;
   const attributes: Attributes = { [ATTR_GEN_AI_OPERATION_NAME]: CHAT };
   if (tokens !== undefined) attributes[ATTR_GEN_AI_USAGE_OUTPUT_TOKENS] = tokens;
   return toFinished(span, model ?? span.spanData.type, attributes);
