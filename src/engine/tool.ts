@@ -19,6 +19,7 @@ import {
   ATTR_HEALTH_STATUS,
   ATTR_IDEMPOTENCY_KEY,
   ATTR_TOOL_READ_ONLY,
+  GEN_AI_OPERATION_CHAT,
   GEN_AI_OPERATION_EXECUTE_TOOL,
 } from "../telemetry/conventions.js";
 import { hashKey } from "../telemetry/spans.js";
@@ -122,7 +123,8 @@ function toolRuntime<A, R>(
   }
   const primary = providers[0];
   const attributes: Attributes = {
-    [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_EXECUTE_TOOL,
+    [ATTR_GEN_AI_OPERATION_NAME]:
+      options.kind === "llm" ? GEN_AI_OPERATION_CHAT : GEN_AI_OPERATION_EXECUTE_TOOL,
     [ATTR_GEN_AI_TOOL_NAME]: name,
     [ATTR_GEN_AI_AGENT_NAME]: engine.options.agent,
     [ATTR_TOOL_READ_ONLY]: options.readOnly,

@@ -45,6 +45,8 @@ export const ATTR_EXCEPTION_STACKTRACE = "exception.stacktrace";
 
 /** `gen_ai.operation.name` value for a tool invocation. */
 export const GEN_AI_OPERATION_EXECUTE_TOOL = "execute_tool";
+/** `gen_ai.operation.name` value of an `llm` tool's call: a model call, as GenAI backends group it. */
+export const GEN_AI_OPERATION_CHAT = "chat";
 /** `gen_ai.operation.name` values of model calls (used to read foreign LLM spans). */
 export const GEN_AI_LLM_OPERATIONS: readonly string[] = [
   "chat",

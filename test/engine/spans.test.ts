@@ -285,6 +285,12 @@ describe("agent.tool_call attributes that depend on the call", () => {
     expect(callSpan()?.attributes["gen_ai.tool.call.result"]).toBe("");
   });
 
+  it("an llm tool's call is a model call to GenAI backends: gen_ai.operation.name chat", async () => {
+    const { sh } = setup();
+    await sh.tool("answer", { readOnly: true, kind: "llm" }, () => "hi")(undefined);
+    expect(callSpan()?.attributes["gen_ai.operation.name"]).toBe("chat");
+  });
+
   it("a replayed write says so", async () => {
     const { sh } = setup();
     const charge = sh.tool("charge", { readOnly: false, idempotencyKey: () => "k" }, () => "ok");
