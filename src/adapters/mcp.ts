@@ -6,7 +6,7 @@
  * ```
  *
  * Each `callTool` becomes a selfheal tool call (one selfheal tool per MCP tool name, made on its
- * first call): an `agent.tool_call` span with the MCP attributes, a health signal, a diagnosis
+ * first call): a tool-call span with the MCP attributes, a health signal, a diagnosis
  * of `isError` results and JSON-RPC / SDK errors, recovery, and read-only mode for the tools
  * that write (from the server's `readOnlyHint`, else the `readOnly` option, else a write).
  */

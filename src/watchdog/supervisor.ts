@@ -70,7 +70,7 @@ export interface SupervisorOptions {
   agent?: string;
   /** Spans of verdicts and tiers; default the global provider. */
   tracerProvider?: TracerProvider | undefined;
-  /** `selfheal_watchdog_verdicts` and `selfheal_watchdog_recoveries`; default the global provider. */
+  /** The watchdog verdicts and recoveries counters; default the global provider. */
   meterProvider?: MeterProvider | undefined;
   /** JSONL file each event is appended to (the format `selfheal report` reads). */
   eventLog?: string | EventLogOptions;

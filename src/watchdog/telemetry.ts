@@ -65,8 +65,8 @@ const MAX_REASON_LENGTH = 512;
 
 /**
  * The supervisor's events as telemetry: each verdict change is an instant span and a count of
- * `selfheal_watchdog_verdicts`; each tier is a span from its start to its result and a count
- * of `selfheal_watchdog_recoveries` by outcome; each event is a line of the event log. Every
+ * the watchdog verdicts counter; each tier is a span from its start to its result and a count
+ * of the watchdog recoveries counter by outcome; each event is a line of the event log. Every
  * state, tier and outcome starts at 0 so rates and ratios exist before the first incident.
  */
 export class WatchdogTelemetry {

@@ -28,7 +28,7 @@ export interface HealToolsOptions {
   /** selfheal options per tool name (timeoutMs, plans, idempotencyKey, providers, ...). */
   tools?: Readonly<Record<string, AiSdkToolOptions>>;
   /**
-   * `child` (default): each call is an `agent.tool_call` span under the active one (the AI
+   * `child` (default): each call is a tool-call span under the active one (the AI
    * SDK's `ai.toolCall` when its telemetry is on). `attach`: selfheal writes on `ai.toolCall`
    * instead, with no second span; with the SDK's telemetry off, `attach` acts as `child`.
    */

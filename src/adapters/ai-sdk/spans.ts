@@ -12,7 +12,7 @@ export const MODEL_SPANS: readonly string[] = AI_SDK_MODEL_CALL_SPANS;
  * else. With the SDK's telemetry off there is no such span: the active one is the caller's (a
  * request span), and attaching would write tool attributes on it. Then the active span is
  * shown to selfheal as a non-recording copy (same trace and span id), so the call opens its own
- * `agent.tool_call` under it, as with `child`. A span whose name cannot be read (not the
+ * the tool-call span under it, as with `child`. A span whose name cannot be read (not the
  * OpenTelemetry JS SDK's) is treated the same way: a second span at worst, never a wrong one.
  */
 export function inFrameworkSpan<T>(

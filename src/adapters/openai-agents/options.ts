@@ -40,7 +40,7 @@ export interface HealToolOptions {
   /** Recovery chains by pattern for these tools. */
   plans?: Plans;
   /**
-   * `child` (default): each call is an `agent.tool_call` span under the active OpenTelemetry
+   * `child` (default): each call is a tool-call span under the active OpenTelemetry
    * span. `attach`: selfheal writes on the active span instead; only when an OpenTelemetry
    * bridge makes the Agents SDK's function span active (the SDK's own spans are not
    * OpenTelemetry spans).

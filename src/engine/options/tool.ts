@@ -16,7 +16,7 @@ import {
 export type ToolKind = "tool" | "llm";
 
 /**
- * Where a call's tool-call span comes from: `child` starts `agent.tool_call` under the active
+ * Where a call's tool-call span comes from: `child` starts the tool-call span under the active
  * span; `attach` writes selfheal's attributes on the active span (a framework's own tool span)
  * and hangs the error, diagnosis and recovery spans under it, with no second tool-call span.
  */
@@ -54,7 +54,7 @@ export interface ToolOptions<A = unknown, R = unknown> {
   cannedAnswer?: (args: A, error: unknown) => R | Promise<R>;
   /**
    * `attach` when a framework already opens a span for each tool call: selfheal's attributes go
-   * on that span instead of a child `agent.tool_call` (no double spans). With no recording span
+   * on that span instead of a child tool-call span (no double spans). With no recording span
    * active, a call opens its own span as with `child`. Default `child`.
    */
   span?: ToolSpanMode;
