@@ -43,9 +43,9 @@ export interface LongRunsScenario {
 }
 
 /**
- * Twelve-hour runs, as in the write-up that started this: most run clean, about one in five
- * freezes before an LLM call (a quarter of those for good), some lose their session or bloat
- * their context, one crash-loops.
+ * Twelve-hour runs in the kinds of failure the watchdog was asked for (a freeze before an LLM
+ * call, a lost session, a bloated context), in a mix chosen for the demo: most run clean, one in
+ * five freezes (a quarter of those for good), some die or bloat, one crash-loops.
  */
 export const LONG_RUNS: LongRunsScenario = {
   name: "long-runs",
