@@ -21,7 +21,7 @@ import { report } from "./harness.js";
 
 const { values } = parseArgs({
   options: {
-    rounds: { type: "string", default: "5" },
+    rounds: { type: "string", default: "7" },
     calls: { type: "string", default: "200000" },
   },
 });

@@ -206,6 +206,8 @@ async function demo(argv: string[]): Promise<void> {
       meterProvider: telemetry?.meterProvider,
     },
     onMinute,
+    // The simulated period ends now: its spans and events are dated in the recent past.
+    startMs: Date.now() - scenario.durationMs,
   };
   if ("mix" in scenario) {
     const night = await runLongRuns(scenario, {

@@ -17,7 +17,7 @@ import {
   SPAN_TOOL_CALL,
 } from "../telemetry/conventions.js";
 import { boundedJson, redact } from "../telemetry/redact.js";
-import { AttachedSpan } from "../telemetry/spans.js";
+import { AttachedSpan, spanTime } from "../telemetry/spans.js";
 import {
   dependencyOf,
   MIN_ATTEMPT_MS,
@@ -56,7 +56,11 @@ export function openCall<A, R>(
   } else {
     span = engine.tracer.startSpan(
       SPAN_TOOL_CALL,
-      { kind: SpanKind.INTERNAL, attributes: tool.attributes[report.status] },
+      {
+        kind: SpanKind.INTERNAL,
+        attributes: tool.attributes[report.status],
+        startTime: spanTime(started),
+      },
       parent,
     );
   }

@@ -193,6 +193,7 @@ export async function attemptFailed<A, R>(
   recordAttemptError(
     tracer,
     spec.parent,
+    options.clock.now(),
     error,
     type,
     message,

@@ -14,6 +14,7 @@ import {
   SPAN_DIAGNOSIS,
 } from "../telemetry/conventions.js";
 import type { ToolMetricLabels } from "../telemetry/metrics.js";
+import { spanTime } from "../telemetry/spans.js";
 import type { Engine } from "./engine.js";
 
 /** The tool a diagnosis is about. */
@@ -43,7 +44,12 @@ export async function diagnoseFailure(
   const diagnosis = await diagnoser.diagnose(error, { tool: tool.name, provider });
   const at = options.clock.now();
 
-  const span = tracer.startSpan(SPAN_DIAGNOSIS, { kind: SpanKind.INTERNAL }, parent);
+  const time = spanTime(at);
+  const span = tracer.startSpan(
+    SPAN_DIAGNOSIS,
+    { kind: SpanKind.INTERNAL, startTime: time },
+    parent,
+  );
   span.setAttribute(ATTR_DIAGNOSIS_PATTERN, diagnosis.pattern);
   span.setAttribute(ATTR_DIAGNOSIS_CONFIDENCE, diagnosis.confidence);
   span.setAttribute(ATTR_DIAGNOSIS_RULE, diagnosis.rule);
@@ -59,7 +65,7 @@ export async function diagnoseFailure(
     span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, diagnosis.status);
   if (diagnosis.statusPage !== undefined)
     span.setAttribute(ATTR_DIAGNOSIS_STATUS_PAGE, diagnosis.statusPage);
-  span.end();
+  span.end(time);
 
   engine.metrics.diagnosis(tool.labels, diagnosis.pattern, incident);
   engine.drift.record(tool.name, diagnosis.pattern, message, at);

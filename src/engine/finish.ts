@@ -7,7 +7,7 @@ import {
   type CallOutcome,
 } from "../telemetry/conventions.js";
 import { boundedJson, describeThrown, redact } from "../telemetry/redact.js";
-import { errorType, setSpanError } from "../telemetry/spans.js";
+import { errorType, setSpanError, spanTime } from "../telemetry/spans.js";
 import type { CallState, Engine, ToolRuntime } from "./engine.js";
 
 /** How a call ended, for the record written once at its end. */
@@ -45,7 +45,9 @@ export function endCall<A, R>(
   c.span.setAttribute(ATTR_CALL_OUTCOME, ending.outcome);
   if (ending.empty !== undefined) c.span.setAttribute(ATTR_RESPONSE_EMPTY, ending.empty);
   if (ending.failure) setSpanError(c.span, ending.failure.type, ending.failure.message);
-  c.span.end();
+  // No timestamp to make for a span that records nothing (no SDK, or sampled out).
+  if (c.span.isRecording()) c.span.end(spanTime(now));
+  else c.span.end();
   try {
     if (ending.signal !== false) options.store.recordCall(record, now);
   } catch (error) {

@@ -26,6 +26,7 @@ import {
   type RecoveryOutcome,
   type StrategyName,
 } from "../telemetry/conventions.js";
+import { spanTime } from "../telemetry/spans.js";
 import type { CircuitBreaker } from "../recovery/breaker.js";
 import type { RecoveryBudget } from "../recovery/budget.js";
 import {
@@ -200,7 +201,8 @@ class Recovery<A, R> implements RecoveryRun {
     const expected = this.expectedCost(request.provider);
     this.mustAfford(expected);
     const breaker = this.breakerOf(request.provider);
-    const admission = breaker.admit(clock.now());
+    const admittedAt = clock.now();
+    const admission = breaker.admit(admittedAt);
     if (admission === "rejected") return { ok: false, rejected: true };
     input.budget.spend(expected);
     const number = 1 + ++this.attempts;
@@ -216,6 +218,7 @@ class Recovery<A, R> implements RecoveryRun {
           [ATTR_RECOVERY_WAIT_MS]: request.waitMs,
           [ATTR_CIRCUIT_PROBE]: probe,
         },
+        startTime: spanTime(admittedAt),
       },
       input.call.context,
     );
@@ -233,15 +236,16 @@ class Recovery<A, R> implements RecoveryRun {
     this.costUsd += out.costUsd;
     if ("aborted" in out) {
       span.setAttribute(ATTR_RECOVERY_OUTCOME, "aborted");
-      span.end();
+      span.end(spanTime(clock.now()));
       throw out.error; // the caller gave up: recovery ends with the caller's reason
     }
     this.countDifferential(request.provider, out.costUsd, span);
-    recordOnRoute(breaker, clock.now(), out.ok ? undefined : out.failure.diagnosis, probe);
+    const endedAt = clock.now();
+    recordOnRoute(breaker, endedAt, out.ok ? undefined : out.failure.diagnosis, probe);
     span.setAttribute(ATTR_RECOVERY_OUTCOME, out.ok ? "success" : "failure");
     span.setAttribute(ATTR_RECOVERY_COST_USD, out.costUsd);
     if (!out.ok) span.setStatus({ code: SpanStatusCode.ERROR, message: out.message });
-    span.end();
+    span.end(spanTime(endedAt));
     const outcome = out.ok ? "success" : "failure";
     engine.metrics.recoveryStep(input.tool.labels, request.strategy, outcome, out.costUsd);
     if (out.ok) return { ok: true, value: out.value, provider: request.provider };
@@ -367,6 +371,7 @@ class Recovery<A, R> implements RecoveryRun {
 
   /** A recovery span for a step that sends nothing. */
   private stepSpan(strategy: StrategyName, outcome: string, extra: Record<string, string> = {}) {
+    const at = spanTime(this.clock.now());
     this.engine.tracer
       .startSpan(
         SPAN_RECOVERY,
@@ -377,10 +382,11 @@ class Recovery<A, R> implements RecoveryRun {
             [ATTR_RECOVERY_OUTCOME]: outcome,
             ...extra,
           },
+          startTime: at,
         },
         this.input.call.context,
       )
-      .end();
+      .end(at);
   }
 
   private report(outcome: RecoveryOutcome, provider: string | undefined, answered: boolean) {

@@ -158,8 +158,10 @@ function toolRuntime<A, R>(
       engine.options.recovery.deadlineMs,
       options.timeoutMs,
     ),
+    // The health status only when the agent is not healthy, as `error.type` only on a failure:
+    // the common case carries one attribute less (~40-100 ns a call with a recording SDK).
     attributes: {
-      healthy: { ...attributes, [ATTR_HEALTH_STATUS]: "healthy" },
+      healthy: attributes,
       warning: { ...attributes, [ATTR_HEALTH_STATUS]: "warning" },
       critical: { ...attributes, [ATTR_HEALTH_STATUS]: "critical" },
     },

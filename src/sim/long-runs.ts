@@ -100,6 +100,12 @@ export interface LongRunsOptions {
   onEntry?: (entry: LongRunEntry) => void;
   /** Called after each virtual minute; may wait to pace the run. */
   onMinute?: (virtualMs: number) => Promise<void> | void;
+  /**
+   * Virtual time the run starts at, epoch ms (default 2026-01-01 UTC). Spans and events are dated
+   * on it: the CLI starts the run so that it ends now, and exported traces land in a backend's
+   * recent view.
+   */
+  startMs?: number;
 }
 
 /** How often a run beats and the supervisors look, ms. */
@@ -222,7 +228,7 @@ export async function runLongRuns(
   scenario: LongRunsScenario = LONG_RUNS,
   options: LongRunsOptions = {},
 ): Promise<LongRunsResult> {
-  const clock = new VirtualClock();
+  const clock = new VirtualClock(options.startMs);
   const t0 = clock.now();
   const random = seededRandom(scenario.seed);
   const timeline: LongRunEntry[] = [];

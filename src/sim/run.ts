@@ -53,6 +53,12 @@ export interface RunOptions {
   onCall?: (call: CallRecord) => void;
   /** Called after each virtual minute; may wait to pace the run (`--speed`). */
   onMinute?: (virtualMs: number) => Promise<void> | void;
+  /**
+   * Virtual time the run starts at, epoch ms (default 2026-01-01 UTC). Spans and events are dated
+   * on it: the CLI starts the run so that it ends now, and exported traces land in a backend's
+   * recent view.
+   */
+  startMs?: number;
 }
 
 const MINUTE = 60_000;
@@ -74,10 +80,14 @@ export async function runScenario(
   options: RunOptions = {},
 ): Promise<SimResult> {
   const timeline: TimelineEntry[] = [];
-  const { world, calls, charges, requestsPerDependency } = createWorld(scenario, (entry) => {
-    timeline.push(entry);
-    options.onTimeline?.(entry);
-  });
+  const { world, calls, charges, requestsPerDependency } = createWorld(
+    scenario,
+    (entry) => {
+      timeline.push(entry);
+      options.onTimeline?.(entry);
+    },
+    options.startMs,
+  );
   const policyName = options.policy?.name ?? "selfheal";
   const policy = (options.policy?.create ?? selfhealPolicy)({
     world,

@@ -103,8 +103,9 @@ function shareOf(text: string): number {
 export function createWorld(
   scenario: Scenario,
   onTimeline: (entry: TimelineEntry) => void,
+  startMs?: number,
 ): WorldRecord {
-  const clock = new VirtualClock();
+  const clock = new VirtualClock(startMs);
   const t0 = clock.now();
   const elapsed = () => clock.now() - t0;
   const faultRandom = seededRandom(scenario.seed);

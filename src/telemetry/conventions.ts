@@ -80,6 +80,7 @@ export const ATTR_CALL_OUTCOME = "selfheal.call.outcome";
 export const ATTR_CALL_TIMEOUT_MS = "selfheal.call.timeout_ms";
 export const ATTR_RESPONSE_EMPTY = "selfheal.response.empty";
 export const ATTR_TASK_ID = "selfheal.task.id";
+/** On a tool-call span only when the agent was admitted `warning` or `critical` (absent: healthy). */
 export const ATTR_HEALTH_STATUS = "selfheal.health.status";
 export const ATTR_ERROR_MESSAGE = "selfheal.error.message";
 export const ATTR_DIAGNOSIS_PATTERN = "selfheal.diagnosis.pattern";

@@ -6,6 +6,7 @@ import {
   type Attributes,
   type Context,
   type Exception,
+  type HrTime,
   type Link,
   type Span,
   type SpanContext,
@@ -69,6 +70,20 @@ function stackOf(error: unknown): string | undefined {
   }
 }
 
+/**
+ * A time of the engine's clock (epoch ms, with a fraction) as a span timestamp. selfheal's spans
+ * are timed by the clock the call is measured with, as the watchdog's are: a span lasts the
+ * duration the health signals and metrics record, a virtual clock (tests, the simulator) dates
+ * spans in its own time like every other record, and the SDK reads no clock of its own for the
+ * start or the end (each read and conversion measured ~50-100 ns a call).
+ */
+export function spanTime(ms: number): HrTime {
+  const seconds = Math.floor(ms / 1000);
+  // Rounding may carry a whole second: keep nanoseconds below 1e9.
+  const nanos = Math.round((ms - seconds * 1000) * 1e6);
+  return nanos >= 1e9 ? [seconds + 1, nanos - 1e9] : [seconds, nanos];
+}
+
 /** A stable, non-reversible stand-in for an idempotency key on a span (it may embed user data). */
 export function hashKey(key: string): string {
   return createHash("sha256").update(key).digest("hex").slice(0, 16);
@@ -88,12 +103,15 @@ export function setSpanError(span: Span, type: string, message: string): void {
 export function recordAttemptError(
   tracer: Tracer,
   parent: Context,
+  /** Engine clock time of the failure. */
+  at: number,
   error: unknown,
   type: string,
   message: string,
   attempt: number,
   maxLength: number,
 ): void {
+  const time = spanTime(at);
   const span = tracer.startSpan(
     SPAN_TOOL_CALL_ERROR,
     {
@@ -103,6 +121,7 @@ export function recordAttemptError(
         [ATTR_ERROR_MESSAGE]: message,
         [ATTR_RECOVERY_ATTEMPT]: attempt,
       },
+      startTime: time,
     },
     parent,
   );
@@ -110,10 +129,10 @@ export function recordAttemptError(
     const event: Attributes = { [ATTR_EXCEPTION_TYPE]: type, [ATTR_EXCEPTION_MESSAGE]: message };
     const stack = stackOf(error);
     if (stack !== undefined) event[ATTR_EXCEPTION_STACKTRACE] = redact(stack, maxLength * 4);
-    span.addEvent(EVENT_EXCEPTION, event);
+    span.addEvent(EVENT_EXCEPTION, event, time);
   }
   span.setStatus({ code: SpanStatusCode.ERROR, message });
-  span.end();
+  span.end(time);
 }
 
 /**

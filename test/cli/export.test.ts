@@ -19,6 +19,7 @@ afterAll(async () => {
 
 describe("selfheal demo exports its telemetry (built CLI)", () => {
   it("sends the run's spans and metrics to OTEL_EXPORTER_OTLP_ENDPOINT (OTLP/HTTP protobuf)", async () => {
+    const before = BigInt(Date.now()) * 1_000_000n;
     const { stdout } = await run(process.execPath, ["dist/cli/main.js", "demo", "--json"], {
       env: { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: collector.url },
       timeout: 30_000,
@@ -34,6 +35,13 @@ describe("selfheal demo exports its telemetry (built CLI)", () => {
     // Recovery spans nest under their call.
     expect(JSON.stringify(spanTree(spans))).toContain('{"agent.tool_call":[');
     expect(collector.metrics().map((m) => m.name)).toContain("selfheal_recoveries");
+    // Spans are dated on the simulated hour, which ends as the demo runs: a backend's view of
+    // the last hours shows them spread over the outage.
+    const starts = spans.map((s) => s.start).sort((a, b) => (a < b ? -1 : 1));
+    const HOUR = 3_600_000_000_000n;
+    expect(starts[0]).toBeGreaterThanOrEqual(before - 2n * HOUR);
+    expect(starts.at(-1)).toBeLessThanOrEqual(BigInt(Date.now()) * 1_000_000n);
+    expect((starts.at(-1) ?? 0n) - (starts[0] ?? 0n)).toBeGreaterThan(HOUR / 2n);
   });
 
   it("a collector that is down costs the run nothing: same figures, one line on stderr", async () => {

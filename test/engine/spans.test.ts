@@ -35,9 +35,37 @@ describe("agent.tool_call spans (real OpenTelemetry SDK)", () => {
       "gen_ai.agent.name": "test-agent",
       "gen_ai.provider.name": "acme",
       "selfheal.tool.read_only": true,
-      "selfheal.health.status": "healthy",
       "selfheal.call.outcome": "success",
     });
+  });
+
+  it("is timed by the engine's clock, as are its children: durations agree with the metrics", async () => {
+    const { sh, clock } = setup({ recovery: { random: () => 0 } });
+    const started = clock.now();
+    let calls = 0;
+    const flaky = sh.tool("flaky", { readOnly: true }, async () => {
+      await clock.sleep(250);
+      if (++calls === 1) throw Object.assign(new Error("busy"), { status: 503 });
+      return "ok";
+    });
+    const ended: { at: number; durationMs: number }[] = [];
+    sh.on("tool-call", (e) => ended.push(e));
+    await expect(clock.run(flaky(undefined))).resolves.toBe("ok");
+
+    const ms = (t: [number, number]) => t[0] * 1000 + t[1] / 1e6;
+    const spans = otel.spans();
+    const call = spans.find((s) => s.name === "agent.tool_call");
+    expect(ms(call?.startTime ?? [0, 0])).toBe(started);
+    // The virtual clock moved, not the real one: the span lasts what the call took on it.
+    expect(ms(call?.endTime ?? [0, 0])).toBe(ended[0]?.at);
+    expect(ms(call?.duration ?? [0, 0])).toBe(ended[0]?.durationMs);
+    expect(ended[0]?.durationMs).toBeGreaterThanOrEqual(500);
+    const error = spans.find((s) => s.name === "agent.tool_call.error");
+    expect(ms(error?.startTime ?? [0, 0])).toBe(started + 250);
+    expect(error?.events[0]?.time).toEqual(error?.startTime);
+    const recovery = spans.find((s) => s.name === "agent.recovery");
+    expect(ms(recovery?.endTime ?? [0, 0])).toBe(ended[0]?.at);
+    for (const s of spans) expect(ms(s.endTime)).toBeGreaterThanOrEqual(ms(s.startTime));
   });
 
   it("a failed call has an agent.tool_call.error child with a redacted exception event", async () => {
@@ -352,8 +380,10 @@ describe('span: "attach" (a framework already opens a span per tool call)', () =
     expect(otel.spans()[0]?.attributes).toMatchObject({
       "gen_ai.tool.name": "search",
       "selfheal.call.outcome": "success",
-      "selfheal.health.status": "healthy",
+      "selfheal.tool.read_only": true,
     });
+    // Healthy is the absence of the status: it is written only when the agent is not.
+    expect(otel.spans()[0]?.attributes).not.toHaveProperty("selfheal.health.status");
   });
 
   it("hangs the error, diagnosis and recovery spans under the framework's span, which its owner ends", async () => {
