@@ -14,9 +14,10 @@ import {
   ATTR_GEN_AI_OPERATION_NAME,
   ATTR_GEN_AI_TOOL_NAME,
   ATTR_GEN_AI_USAGE_OUTPUT_TOKENS,
-  ATTR_TOOL_READ_ONLY,
   GEN_AI_LLM_OPERATIONS,
   GEN_AI_OPERATION_EXECUTE_TOOL,
+  INSTRUMENTATION_SCOPE,
+  SPAN_TOOL_CALL,
 } from "../telemetry/conventions.js";
 import { describeThrown, redact } from "../telemetry/redact.js";
 import type { SignalStore } from "./store.js";
@@ -86,7 +87,8 @@ function aiSdkCall(span: FinishedSpan): ForeignCall | undefined {
 
 /** What `onStart` reads of a span that has just started (an SDK span fits). */
 export interface StartedSpan {
-  readonly attributes?: Attributes;
+  readonly name?: string;
+  readonly instrumentationScope?: { readonly name: string };
   spanContext?(): { readonly spanId: string };
 }
 
@@ -115,9 +117,10 @@ export class HealthSpanProcessor {
   private readonly openCalls = new Set<string>();
 
   onStart(span: StartedSpan): void {
-    // selfheal's call spans start with their read-only flag; spans opened under one (a model
-    // instrumentation's `chat` inside a healed model call) are that call, counted once.
-    if (span.attributes?.[ATTR_TOOL_READ_ONLY] === undefined) return;
+    // Spans opened under a selfheal call span (a model instrumentation's `chat` inside a healed
+    // model call) are that call, counted once.
+    if (span.name !== SPAN_TOOL_CALL || span.instrumentationScope?.name !== INSTRUMENTATION_SCOPE)
+      return;
     const id = span.spanContext?.().spanId;
     if (id === undefined) return;
     if (this.openCalls.size >= MAX_REMEMBERED_PARENTS) this.openCalls.clear(); // ends missed

@@ -75,6 +75,7 @@ export const ATTR_AI_USAGE_OUTPUT_TOKENS = "ai.usage.outputTokens";
 export const ATTR_AI_USAGE_COMPLETION_TOKENS = "ai.usage.completionTokens";
 
 // ---- selfheal attributes -------------------------------------------------------------------
+/** `false` on the call spans of write tools; absent on read-only tools (the common case). */
 export const ATTR_TOOL_READ_ONLY = "selfheal.tool.read_only";
 export const ATTR_CALL_OUTCOME = "selfheal.call.outcome";
 export const ATTR_CALL_TIMEOUT_MS = "selfheal.call.timeout_ms";

@@ -111,7 +111,6 @@ describe("healTools: each tool's execute is a selfheal call", () => {
       "gen_ai.operation.name": "execute_tool",
       "gen_ai.tool.name": "search_docs",
       "gen_ai.tool.call.id": "call-1",
-      "selfheal.tool.read_only": true,
       "selfheal.call.outcome": "success",
     });
   });

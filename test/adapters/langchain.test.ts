@@ -192,7 +192,6 @@ describe("selfHealingMiddleware in a createAgent loop", () => {
     expect(names).toEqual(["model", "search_docs", "model"]);
     expect(toolSpan("search_docs")[0]?.attributes).toMatchObject({
       "gen_ai.tool.call.id": "call_1",
-      "selfheal.tool.read_only": true,
       "selfheal.call.outcome": "success",
     });
     expect(toolSpan("model")[0]?.attributes).toMatchObject({

@@ -165,7 +165,6 @@ describe("selfheal/openai-agents: healTools", () => {
       "gen_ai.tool.name": "search_docs",
       "gen_ai.tool.call.id": "call_42",
       "gen_ai.tool.type": "function",
-      "selfheal.tool.read_only": true,
       "selfheal.call.outcome": "success",
     });
   });

@@ -83,7 +83,6 @@ describe("startTelemetry exports to a real OTLP/HTTP receiver", () => {
         "gen_ai.tool.name": "search",
         "gen_ai.agent.name": "test-agent",
         "gen_ai.provider.name": "acme",
-        "selfheal.tool.read_only": true,
         "selfheal.call.outcome": "recovered",
       });
       const [error] = byName(spans, "agent.tool_call.error");
