@@ -5,7 +5,7 @@ import { performance } from "node:perf_hooks";
  * (`VirtualClock` in `selfheal/testing`).
  */
 export interface Clock {
-  /** Milliseconds since the Unix epoch; may carry a fraction. */
+  /** Milliseconds since the Unix epoch; may carry a fraction. selfheal's spans are dated by it. */
   now(): number;
   /** Resolves after `ms`; rejects with the signal's reason if it is aborted first. */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
