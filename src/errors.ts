@@ -29,7 +29,11 @@ export type SelfHealErrorCode =
   | "SELFHEAL_ESCALATED"
   | "SELFHEAL_BUDGET_EXHAUSTED"
   | "SELFHEAL_READ_ONLY"
-  | "SELFHEAL_IN_FLIGHT_ELSEWHERE";
+  | "SELFHEAL_IN_FLIGHT_ELSEWHERE"
+  | "SELFHEAL_STREAM_FIRST_TOKEN_TIMEOUT"
+  | "SELFHEAL_STREAM_STALLED"
+  | "SELFHEAL_STREAM_TRUNCATED"
+  | "SELFHEAL_STREAM_INTERRUPTED";
 
 /** Base class of every error selfheal throws. */
 export abstract class SelfHealError extends Error {
@@ -275,3 +279,99 @@ export class ReadOnlyModeError extends SelfHealError {
 }
 export const isReadOnlyModeError = (e: unknown): e is ReadOnlyModeError =>
   hasCode(e, "SELFHEAL_READ_ONLY");
+
+/** What a stream had done when it failed: chunks read, and whether a token had come. */
+export interface StreamProgress {
+  /** Chunks the attempt read (every kind: tokens, metadata, finish). */
+  readonly chunks: number;
+  /** Time from the attempt's start to its first token, ms (undefined: no token came). */
+  readonly firstTokenMs: number | undefined;
+}
+
+/**
+ * A streamed attempt sent no token within `firstTokenMs` (a queue, a cold model, a hung
+ * connection); diagnosed as STREAM_FIRST_TOKEN_TIMEOUT. Its signal was aborted.
+ */
+export class StreamFirstTokenTimeoutError extends SelfHealError {
+  readonly code = "SELFHEAL_STREAM_FIRST_TOKEN_TIMEOUT";
+  override readonly name = "StreamFirstTokenTimeoutError";
+  constructor(
+    readonly tool: string,
+    readonly firstTokenMs: number,
+    readonly progress: StreamProgress,
+  ) {
+    super(`selfheal: stream "${named(tool)}" sent no token within ${firstTokenMs} ms`);
+  }
+}
+export const isStreamFirstTokenTimeoutError = (e: unknown): e is StreamFirstTokenTimeoutError =>
+  hasCode(e, "SELFHEAL_STREAM_FIRST_TOKEN_TIMEOUT");
+
+/**
+ * A streamed attempt went silent for `idleMs` after its first token; diagnosed as STREAM_STALLED.
+ * Its signal was aborted.
+ */
+export class StreamStalledError extends SelfHealError {
+  readonly code = "SELFHEAL_STREAM_STALLED";
+  override readonly name = "StreamStalledError";
+  constructor(
+    readonly tool: string,
+    readonly idleMs: number,
+    readonly progress: StreamProgress,
+  ) {
+    super(
+      `selfheal: stream "${named(tool)}" stalled: no chunk for ${idleMs} ms after ${progress.chunks} chunks`,
+    );
+  }
+}
+export const isStreamStalledError = (e: unknown): e is StreamStalledError =>
+  hasCode(e, "SELFHEAL_STREAM_STALLED");
+
+/**
+ * A streamed attempt ended without its terminal signal (a cut connection, no finish reason), or
+ * with a finish reason the caller counts as incomplete (`length`; `content_filter` is diagnosed
+ * CONTENT_POLICY). Diagnosed as STREAM_TRUNCATED; `cause` is what the source threw, if anything.
+ */
+export class StreamTruncatedError extends SelfHealError {
+  readonly code = "SELFHEAL_STREAM_TRUNCATED";
+  override readonly name = "StreamTruncatedError";
+  constructor(
+    readonly tool: string,
+    /** `cut` (no terminal signal) or the finish reason (`length`, `content_filter`, ...). */
+    readonly type: string,
+    readonly progress: StreamProgress,
+    options?: { cause: unknown },
+  ) {
+    super(
+      type === "cut"
+        ? `selfheal: stream "${named(tool)}" ended without its terminal signal after ${progress.chunks} chunks`
+        : `selfheal: stream "${named(tool)}" finished with reason "${named(type)}" after ${progress.chunks} chunks`,
+      options,
+    );
+  }
+}
+export const isStreamTruncatedError = (e: unknown): e is StreamTruncatedError =>
+  hasCode(e, "SELFHEAL_STREAM_TRUNCATED");
+
+/**
+ * A stream failed after part of its answer had reached the caller, and recovery could not give a
+ * whole one (`afterFirstToken: "fail"`, or `"restart"` with every route spent): what the caller
+ * holds is incomplete. `cause` is the failure (a StreamStalledError, StreamTruncatedError,
+ * ToolTimeoutError, ...).
+ */
+export class StreamInterruptedError extends SelfHealError {
+  readonly code = "SELFHEAL_STREAM_INTERRUPTED";
+  override readonly name = "StreamInterruptedError";
+  constructor(
+    readonly tool: string,
+    /** Chunks the caller received of the answer it holds (since the last restart signal). */
+    readonly delivered: number,
+    options: { cause: unknown },
+  ) {
+    super(
+      `selfheal: stream "${named(tool)}" failed after ${delivered} chunks reached the caller; the answer is incomplete`,
+      options,
+    );
+  }
+}
+export const isStreamInterruptedError = (e: unknown): e is StreamInterruptedError =>
+  hasCode(e, "SELFHEAL_STREAM_INTERRUPTED");

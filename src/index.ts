@@ -78,3 +78,28 @@ export {
   isToolTimeoutError,
 } from "./errors.js";
 export type { SelfHealErrorCode } from "./errors.js";
+export type {
+  HealedStream,
+  HealedStreamFunction,
+  StreamItem,
+  StreamResult,
+} from "./engine/stream.js";
+export type {
+  ChunkInfo,
+  StreamFormat,
+  StreamFunction,
+  StreamOptions,
+} from "./engine/options/stream.js";
+export type { StreamMode } from "./telemetry/conventions.js";
+export { StreamRestart, isStreamRestart } from "./engine/stream-channel.js";
+export {
+  StreamFirstTokenTimeoutError,
+  StreamInterruptedError,
+  StreamStalledError,
+  StreamTruncatedError,
+  isStreamFirstTokenTimeoutError,
+  isStreamInterruptedError,
+  isStreamStalledError,
+  isStreamTruncatedError,
+} from "./errors.js";
+export type { StreamProgress } from "./errors.js";

@@ -86,6 +86,11 @@ export const DEFAULT_CHAINS: Record<Pattern, readonly PlanStep[]> = {
   BAD_REQUEST: [],
   CONTEXT_LENGTH: ["failover_to_secondary"],
   CONTENT_POLICY: [],
+  // A stream that failed is retried or failed over whole (never continued from a prefill).
+  // Another route first: the same one is likely still queued, stalled or cutting.
+  STREAM_FIRST_TOKEN_TIMEOUT: ["failover_to_secondary", "retry_once", "escalate_to_human"],
+  STREAM_STALLED: ["failover_to_secondary", "retry_once", "escalate_to_human"],
+  STREAM_TRUNCATED: ["failover_to_secondary", "retry_once", "escalate_to_human"],
   // Run only under `recovery.unknown: "retry-once"` (the default), for calls that may run again.
   UNKNOWN: ["retry_once", "failover_to_secondary"],
 };
@@ -101,6 +106,9 @@ export const DEFAULT_COOLDOWNS: Record<Pattern, number> = {
   BAD_REQUEST: 0,
   CONTEXT_LENGTH: 0,
   CONTENT_POLICY: 0,
+  STREAM_FIRST_TOKEN_TIMEOUT: 0,
+  STREAM_STALLED: 0,
+  STREAM_TRUNCATED: 0,
   UNKNOWN: 0,
 };
 
@@ -159,6 +167,33 @@ const QUOTA_NAMES = [
  * says "maximum context length" is CONTEXT_LENGTH, so those rules precede BAD_REQUEST.
  */
 export const DEFAULT_RULES: readonly Rule[] = [
+  // A streamed call's own failures, measured by selfheal (structured evidence): first, so a cut
+  // stream is told as one whatever its cause says (the cause is kept on the error).
+  {
+    // Finished by the provider's content filter: the same request is filtered again.
+    name: "stream-content-filter",
+    pattern: "CONTENT_POLICY",
+    confidence: 0.95,
+    match: { name: ["StreamTruncatedError"], code: ["content_filter", "content-filter"] },
+  },
+  {
+    name: "stream-truncated",
+    pattern: "STREAM_TRUNCATED",
+    confidence: 0.95,
+    match: { code: ["SELFHEAL_STREAM_TRUNCATED"] },
+  },
+  {
+    name: "stream-stalled",
+    pattern: "STREAM_STALLED",
+    confidence: 0.95,
+    match: { code: ["SELFHEAL_STREAM_STALLED"] },
+  },
+  {
+    name: "stream-first-token-timeout",
+    pattern: "STREAM_FIRST_TOKEN_TIMEOUT",
+    confidence: 0.95,
+    match: { code: ["SELFHEAL_STREAM_FIRST_TOKEN_TIMEOUT"] },
+  },
   {
     name: "quota-exhausted",
     pattern: "AUTH",

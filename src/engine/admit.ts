@@ -100,6 +100,7 @@ export function openCall<A, R>(
     call,
     key: undefined,
     ended: false,
+    committed: false,
   };
   if (!tool.readOnly) {
     const refusal = refuseWrite(report, tool.name, degraded);

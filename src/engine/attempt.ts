@@ -36,6 +36,7 @@ class RunningAttempt<R> extends AttemptContext implements Expiring {
   readonly #tool: string;
   readonly #signal: AbortSignal | undefined;
   readonly #sink: AttemptSink<R>;
+  readonly #call: CallState;
 
   constructor(engine: Engine, tool: string, c: CallState, spec: AttemptSpec, sink: AttemptSink<R>) {
     super(
@@ -54,6 +55,11 @@ class RunningAttempt<R> extends AttemptContext implements Expiring {
     this.#tool = tool;
     this.#signal = c.call.signal;
     this.#sink = sink;
+    this.#call = c;
+  }
+
+  override commit(): void {
+    this.#call.committed = true;
   }
 
   start<A>(fn: ToolRuntime<A, R>["fn"], args: A, spec: AttemptSpec, now: number): void {

@@ -68,6 +68,12 @@ export class AttemptContext implements CallContext {
     this.controller?.abort(reason);
   }
 
+  /**
+   * Part of this attempt's answer reached the caller (a stream's first token): recovery may not
+   * send the call again, whatever its plan. Used by streams; the attempt in flight implements it.
+   */
+  commit(): void {}
+
   reportCost(usd: number): void {
     if (Number.isFinite(usd) && usd >= 0) this.reportedUsd = (this.reportedUsd ?? 0) + usd;
   }

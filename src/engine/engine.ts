@@ -99,6 +99,10 @@ export interface ToolRuntime<A, R> {
    * once, so a recording SDK checks one object per call rather than one more setAttribute.
    */
   readonly attributes: Readonly<Record<HealthStatus, Attributes>>;
+  /** What an answer adds to the call's span (a stream's first token, chunks, finish reason). */
+  readonly describe?: (value: R) => Attributes;
+  /** What a failure adds to the call's span. */
+  readonly describeError?: (error: unknown) => Attributes | undefined;
 }
 
 /** One call in flight: made by admit, ended once by finish. */
@@ -118,6 +122,8 @@ export interface CallState {
   readonly call: CallOptions;
   key: string | undefined;
   ended: boolean;
+  /** Part of the answer reached the caller (a stream's first token): nothing may resend the call. */
+  committed: boolean;
 }
 
 /**

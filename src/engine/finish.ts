@@ -103,6 +103,8 @@ export function endWithError<A, R>(
   failedAttempts: number,
   signal: boolean,
 ): void {
+  const described = tool.describeError?.(error);
+  if (described) c.span.setAttributes(described);
   endCall(engine, tool, c, engine.options.clock.now(), {
     outcome: "error",
     failedAttempts,
@@ -137,6 +139,7 @@ export function succeedCall<A, R>(
   now: number,
 ): void {
   const { options } = engine;
+  if (tool.describe) c.span.setAttributes(tool.describe(value));
   if (options.recordResults) {
     c.span.setAttribute(
       ATTR_GEN_AI_TOOL_CALL_RESULT,

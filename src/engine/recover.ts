@@ -52,8 +52,8 @@ export interface RecoveryInput<A, R> {
   first: Failure;
   firstMessage: string;
   plan: readonly PlanStep[];
-  /** A write without an idempotency key: steps that send it again are skipped. */
-  mayReexecute: boolean;
+  /** Why steps that send the call again are skipped (undefined: they run). */
+  noResend: string | undefined;
   /** The task's budget (or the call's own, outside a task). */
   budget: RecoveryBudget;
   /** What the first, failed attempt cost. */
@@ -84,7 +84,7 @@ export function recoveryPlan<A, R>(
   tool: ToolRuntime<A, R>,
   c: CallState,
   diagnosis: Diagnosis,
-): { plan: readonly PlanStep[]; mayReexecute: boolean } {
+): { plan: readonly PlanStep[]; noResend: string | undefined } {
   const { recovery } = engine.options;
   const planOf = (pattern: Diagnosis["pattern"]) =>
     tool.options.plans?.[pattern] ?? recovery.plans[pattern];
@@ -93,11 +93,16 @@ export function recoveryPlan<A, R>(
     : recovery.unknown === "none"
       ? []
       : (planOf("UNKNOWN") ?? DEFAULT_CHAINS.UNKNOWN);
-  const mayReexecute = tool.readOnly || c.key !== undefined;
-  if (
-    !mayReexecute &&
-    plan.some((step) => STRATEGY_REGISTRY[normalizeStep(step).strategy].reexecutes)
-  ) {
+  // The caller holds part of the answer and chose to be told (a stream's `fail`): the steps that
+  // would resend show as skipped, and nothing acts beyond the call for a failure never retried.
+  if (c.committed) {
+    const resending = plan.filter(
+      (step) => STRATEGY_REGISTRY[normalizeStep(step).strategy].reexecutes,
+    );
+    return { plan: resending, noResend: "part of the answer already reached the caller" };
+  }
+  if (tool.readOnly || c.key !== undefined) return { plan, noResend: undefined };
+  if (plan.some((step) => STRATEGY_REGISTRY[normalizeStep(step).strategy].reexecutes)) {
     engine.warnOnce(
       tool.name,
       `selfheal: write tool "${tool.name}" failed and was not retried or failed over: it has no idempotency key. ` +
@@ -105,7 +110,7 @@ export function recoveryPlan<A, R>(
         `or pass { idempotencyKey } per call, so a retry can never write twice.`,
     );
   }
-  return { plan, mayReexecute };
+  return { plan, noResend: "a write without an idempotency key is never sent twice" };
 }
 
 /**
@@ -166,7 +171,7 @@ class Recovery<A, R> implements RecoveryRun {
     let chain: ChainResult;
     try {
       chain = await runChain(this, this.input.plan, {
-        mayReexecute: this.input.mayReexecute,
+        noResend: this.input.noResend,
         onStep: (strategy, skipped) => {
           this.onStep(strategy, skipped);
         },

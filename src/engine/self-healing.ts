@@ -20,6 +20,10 @@ import {
   type ToolOptions,
 } from "./options.js";
 import { instrumentTool, type WrappedTool } from "./tool.js";
+import { instrumentStream, type HealedStreamFunction } from "./stream.js";
+import { splitStreamOptions, type StreamFunction, type StreamOptions } from "./options/stream.js";
+import { nonEmptyString } from "./options/validate.js";
+import type { StreamMode } from "../telemetry/conventions.js";
 import { agentStatus, type AgentStatus } from "./agent-status.js";
 
 /** What a task function receives. */
@@ -35,6 +39,17 @@ export interface TaskContext {
 export interface SelfHealing {
   /** Wraps a tool: each call becomes a tool-call span (SPAN_TOOL_CALL) and a health signal. */
   tool<A, R>(name: string, options: ToolOptions<A, R>, fn: ToolFunction<A, R>): WrappedTool<A, R>;
+  /**
+   * Wraps a stream function (an LLM's streamed answer): each call is one selfheal call until the
+   * stream completes, bounded by time to first token, idle gaps and the deadline, its completion
+   * checked. Before the first token a failure is retried or failed over; after it,
+   * `afterFirstToken` decides (`fail`, `restart`, `buffer`).
+   */
+  stream<A, C, M extends StreamMode = "fail">(
+    name: string,
+    options: StreamOptions<A, C, M>,
+    fn: StreamFunction<A, C>,
+  ): HealedStreamFunction<A, C, M>;
   /** Runs one agent task; its outcome feeds the task completion signal. */
   task<T>(id: string, fn: (task: TaskContext) => T | Promise<T>): Promise<T>;
   /**
@@ -96,17 +111,34 @@ class Instance implements SelfHealing {
     toolOptions: ToolOptions<A, R>,
     fn: ToolFunction<A, R>,
   ): WrappedTool<A, R> {
+    this.register("tool", name, toolOptions, fn);
+    return instrumentTool(this.engine, name, toolOptions, fn);
+  }
+
+  stream<A, C, M extends StreamMode = "fail">(
+    name: string,
+    options: StreamOptions<A, C, M>,
+    fn: StreamFunction<A, C>,
+  ): HealedStreamFunction<A, C, M> {
+    if (this.engine.closed()) throw new SelfHealClosedError(`stream("${name}") was registered`);
+    nonEmptyString(name, "stream(name)");
+    const { tool, limits } = splitStreamOptions<A, C>(name, options);
+    this.register("stream", name, tool, fn);
+    return instrumentStream<A, C, M>(this.engine, name, tool, limits, fn);
+  }
+
+  /** Checks a tool's (or stream's) options and takes its name, once per instance. */
+  private register(kind: string, name: string, options: unknown, fn: unknown): void {
     const { engine } = this;
-    if (engine.closed()) throw new SelfHealClosedError(`tool("${name}") was registered`);
-    validateToolOptions(name, toolOptions, fn, engine.options.recovery.providers);
+    if (engine.closed()) throw new SelfHealClosedError(`${kind}("${name}") was registered`);
+    validateToolOptions(name, options, fn, engine.options.recovery.providers);
     if (this.toolNames.has(name)) {
       throw new SelfHealConfigError(
-        `tool("${name}")`,
-        "a tool of this name is already registered: two tools would share one health scope and breaker; give each its own name",
+        `${kind}("${name}")`,
+        "a tool or stream of this name is already registered: two would share one health scope and breaker; give each its own name",
       );
     }
     this.toolNames.add(name);
-    return instrumentTool(engine, name, toolOptions, fn);
   }
 
   async task<T>(id: string, fn: (task: TaskContext) => T | Promise<T>): Promise<T> {

@@ -96,7 +96,12 @@ export function instrumentTool<A, R>(
   options: ToolOptions<A, R>,
   fn: ToolFunction<A, R>,
 ): WrappedTool<A, R> {
-  const calls = new ToolCalls(engine, toolRuntime(engine, name, options, fn));
+  return wrapRuntime(engine, toolRuntime(engine, name, options, fn));
+}
+
+/** The function a caller calls, over a tool's runtime. */
+export function wrapRuntime<A, R>(engine: Engine, runtime: ToolRuntime<A, R>): WrappedTool<A, R> {
+  const calls = new ToolCalls(engine, runtime);
   // The plain call resolves with the value itself: no CallResult built, no second promise.
   const wrapped = (args: A, callOptions?: CallOptions) =>
     calls.start(args, callOptions, false) as Promise<R>;
@@ -105,12 +110,21 @@ export function instrumentTool<A, R>(
   return wrapped;
 }
 
+/** What a kind of call (a stream) adds to a tool's runtime. */
+export interface RuntimeExtras<R> {
+  /** More attributes every call's span starts with. */
+  attributes?: Attributes;
+  describe?: (value: R) => Attributes;
+  describeError?: (error: unknown) => Attributes | undefined;
+}
+
 /** What every call of a tool shares, worked out once at registration. */
-function toolRuntime<A, R>(
+export function toolRuntime<A, R>(
   engine: Engine,
   name: string,
   options: ToolOptions<A, R>,
   fn: ToolFunction<A, R>,
+  extras: RuntimeExtras<R> = {},
 ): ToolRuntime<A, R> {
   const isLlm = options.kind === "llm";
   const listed = options.providers ?? [options.provider];
@@ -127,6 +141,7 @@ function toolRuntime<A, R>(
       options.kind === "llm" ? GEN_AI_OPERATION_CHAT : GEN_AI_OPERATION_EXECUTE_TOOL,
     [ATTR_GEN_AI_TOOL_NAME]: name,
     [ATTR_GEN_AI_AGENT_NAME]: engine.options.agent,
+    ...extras.attributes,
   };
   // Attributes only where they say something: each costs a recording SDK 50-100 ns a call. The
   // read-only flag marks the write tools (read-only ones, the common case, carry none).
@@ -166,6 +181,8 @@ function toolRuntime<A, R>(
       warning: { ...attributes, [ATTR_HEALTH_STATUS]: "warning" },
       critical: { ...attributes, [ATTR_HEALTH_STATUS]: "critical" },
     },
+    ...(extras.describe && { describe: extras.describe }),
+    ...(extras.describeError && { describeError: extras.describeError }),
   };
 }
 
@@ -386,7 +403,7 @@ class ToolCalls<A, R> {
       if ("aborted" in first) return failCall(engine, tool, c, first.error, 0, false);
       const { clock } = engine.options;
       recordOnRoute(routed.route.breaker, clock.now(), first.failure.diagnosis, routed.probe);
-      const { plan, mayReexecute } = recoveryPlan(engine, tool, c, first.failure.diagnosis);
+      const { plan, noResend } = recoveryPlan(engine, tool, c, first.failure.diagnosis);
       const canned = tool.options.cannedAnswer;
       const recovery = await recoverCall(engine, {
         tool,
@@ -395,7 +412,7 @@ class ToolCalls<A, R> {
         first: first.failure,
         firstMessage: first.message,
         plan,
-        mayReexecute,
+        noResend,
         budget:
           engine.tasks.getStore()?.budget ?? new RecoveryBudget(engine.options.recovery.budgetUsd),
         firstCostUsd: first.costUsd,

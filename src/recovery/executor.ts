@@ -14,8 +14,11 @@ export type ChainResult =
   | { outcome: "budget"; spentUsd: number; limitUsd: number };
 
 export interface ChainOptions {
-  /** A write without an idempotency key is never sent twice: steps that would are skipped. */
-  mayReexecute: boolean;
+  /**
+   * Why the call may not be sent again (a write without an idempotency key, an answer already
+   * partly delivered): steps that would resend it are skipped with this reason. Undefined: they run.
+   */
+  noResend: string | undefined;
   /** Called with each step as it starts, and with the steps skipped and why. */
   onStep(strategy: StrategyName, skipped?: string): void;
 }
@@ -37,8 +40,8 @@ export async function runChain(
       const { strategy: name, attempts } = normalizeStep(step);
       const strategy = STRATEGY_REGISTRY[name];
       const skip =
-        strategy.reexecutes && !options.mayReexecute
-          ? "a write without an idempotency key is never sent twice"
+        strategy.reexecutes && options.noResend !== undefined
+          ? options.noResend
           : strategy.sameRoute && !run.last.diagnosis.retryable
             ? `${run.last.diagnosis.pattern} is never retried on the same route`
             : strategy.shared && run.last.diagnosis.evidence !== "structured"

@@ -104,6 +104,16 @@ export const ATTR_RECOVERY_WASTED = "selfheal.recovery.wasted";
 export const ATTR_RECOVERY_COST_DIFFERENTIAL_USD =
   "selfheal.recovery.failover_cost_differential_usd";
 export const ATTR_CIRCUIT_PROBE = "selfheal.circuit.probe";
+/** A streamed call (`sh.stream`): what the caller chose after the first token (fail, restart, buffer). */
+export const ATTR_STREAM_MODE = "selfheal.stream.mode";
+/** Time from the answering attempt's start to its first token, ms. */
+export const ATTR_STREAM_FIRST_TOKEN_MS = "selfheal.stream.first_token_ms";
+/** Chunks of the answer (the answering attempt's), or those delivered before a stream failed. */
+export const ATTR_STREAM_CHUNKS = "selfheal.stream.chunks";
+/** Times the caller was told to discard a partial answer (`afterFirstToken: "restart"`). */
+export const ATTR_STREAM_RESTARTS = "selfheal.stream.restarts";
+/** GenAI convention: the finish reasons of the answer (string[]). */
+export const ATTR_GEN_AI_RESPONSE_FINISH_REASONS = "gen_ai.response.finish_reasons";
 
 // ---- MCP attributes (selfheal/mcp; OpenTelemetry MCP conventions, development status) -----
 /** @see https://opentelemetry.io/docs/specs/semconv/gen-ai/mcp/ */
@@ -130,7 +140,12 @@ export type CallOutcome = (typeof CALL_OUTCOMES)[number];
 export const TASK_OUTCOMES = ["completed", "failed"] as const;
 export type TaskOutcome = (typeof TASK_OUTCOMES)[number];
 
-/** Diagnosis patterns (the `pattern` label). Alerts divide by these: each series starts at 0. */
+/**
+ * Diagnosis patterns (the `pattern` label). Alerts divide by these: each series starts at 0.
+ * The STREAM_* patterns are a streamed call's own: no first token in time, a silent gap between
+ * chunks, and an end without the terminal signal (or with a finish reason the caller did not
+ * expect, such as `length`).
+ */
 export const PATTERNS = [
   "RATE_LIMIT",
   "TIMEOUT",
@@ -141,6 +156,9 @@ export const PATTERNS = [
   "BAD_REQUEST",
   "CONTEXT_LENGTH",
   "CONTENT_POLICY",
+  "STREAM_FIRST_TOKEN_TIMEOUT",
+  "STREAM_STALLED",
+  "STREAM_TRUNCATED",
   "UNKNOWN",
 ] as const;
 export type Pattern = (typeof PATTERNS)[number];
@@ -218,6 +236,10 @@ export const METRIC_READ_ONLY = "selfheal_read_only";
 export const METRIC_STORE_DEGRADED = "selfheal_store_degraded";
 export const METRIC_WATCHDOG_VERDICTS = "selfheal_watchdog_verdicts";
 export const METRIC_WATCHDOG_RECOVERIES = "selfheal_watchdog_recoveries";
+/** Time to first token of streamed calls' attempts (histogram, seconds). */
+export const METRIC_STREAM_FIRST_TOKEN = "selfheal_stream_time_to_first_token_seconds";
+/** Failed attempts of streamed calls, by diagnosed pattern. */
+export const METRIC_STREAM_FAILURES = "selfheal_stream_failures";
 
 // Metric labels (Prometheus label names).
 export const LABEL_AGENT = "agent";
@@ -234,6 +256,16 @@ export const LABEL_SUPPRESSED = "suppressed";
 export const LABEL_DEPENDENCY = "dependency";
 export const LABEL_STATE = "state";
 export const LABEL_TIER = "tier";
+
+/** Stream modes (`afterFirstToken`): what happens when a stream fails after its first token. */
+export const STREAM_MODES = ["fail", "restart", "buffer"] as const;
+export type StreamMode = (typeof STREAM_MODES)[number];
+/** The patterns of a streamed call's own failures (each `selfheal_stream_failures` series starts at 0). */
+export const STREAM_PATTERNS: readonly Pattern[] = [
+  "STREAM_FIRST_TOKEN_TIMEOUT",
+  "STREAM_STALLED",
+  "STREAM_TRUNCATED",
+];
 
 /** Histogram buckets in seconds for call and recovery durations (10 ms to 10 min). */
 export const DURATION_BUCKETS_SECONDS: readonly number[] = [

@@ -34,6 +34,8 @@ import {
   METRIC_TASKS,
   METRIC_TOOL_CALL_DURATION,
   METRIC_TOOL_CALLS,
+  METRIC_STREAM_FAILURES,
+  METRIC_STREAM_FIRST_TOKEN,
   PATTERNS,
   RECOVERY_OUTCOMES,
   RECOVERY_STEP_OUTCOMES,
@@ -60,6 +62,8 @@ export interface ToolMetricLabels {
   recovery: Record<StrategyName, Record<RecoveryStepOutcome, Attributes>>;
   /** MTTR histogram labels by recovery outcome (METRIC_RECOVERY_DURATION). */
   recoveryRun: Record<RecoveryOutcome, Attributes>;
+  /** Present for streamed calls: failed-attempt labels by pattern (METRIC_STREAM_FAILURES). */
+  stream?: Record<Pattern, Attributes>;
 }
 
 /**
@@ -81,6 +85,8 @@ export class SelfHealMetrics {
   private readonly wasted: Counter;
   private readonly failoverDifferential: Counter;
   private readonly escalations: Counter;
+  private readonly firstToken: Histogram;
+  private readonly streamFailures: Counter;
 
   // Long on purpose: every instrument of the telemetry contract, created once.
   constructor(
@@ -165,6 +171,13 @@ export class SelfHealMetrics {
     this.escalations = meter.createCounter(METRIC_ESCALATIONS, {
       description: "Alerts to humans by channel; suppressed=true when throttled.",
     });
+    this.firstToken = seconds(
+      METRIC_STREAM_FIRST_TOKEN,
+      "Time from a streamed attempt's start to its first token.",
+    );
+    this.streamFailures = meter.createCounter(METRIC_STREAM_FAILURES, {
+      description: "Failed attempts of streamed calls, by diagnosed pattern.",
+    });
     meter
       .createObservableGauge(METRIC_CIRCUIT_STATE, {
         description: "Circuit breaker state per dependency: 0 closed, 1 half-open, 2 open.",
@@ -210,6 +223,17 @@ export class SelfHealMetrics {
       this.llmResponses.add(0, labels.llm.nonEmpty);
     }
     return labels;
+  }
+
+  /** Marks a tool as streamed: its failure series by pattern start at 0. */
+  registerStream(labels: ToolMetricLabels): void {
+    labels.stream = byPattern(labels.duration);
+    for (const p of PATTERNS) this.streamFailures.add(0, labels.stream[p]);
+  }
+
+  /** A streamed attempt's first token, ms after the attempt started. */
+  streamFirstToken(labels: ToolMetricLabels, ms: number): void {
+    this.firstToken.record(ms / 1000, labels.duration);
   }
 
   toolCall(
@@ -271,6 +295,7 @@ export class SelfHealMetrics {
   diagnosis(labels: ToolMetricLabels, pattern: Pattern, incident: boolean): void {
     this.diagnoses.add(1, this.diagnosisLabels[pattern]);
     if (incident) this.incidents.add(1, labels.incident[pattern]);
+    if (labels.stream) this.streamFailures.add(1, labels.stream[pattern]);
   }
 }
 

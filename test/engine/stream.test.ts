@@ -1,0 +1,345 @@
+import { describe, expect, it } from "vitest";
+import {
+  isStreamInterruptedError,
+  isStreamRestart,
+  isStreamStalledError,
+  isStreamTruncatedError,
+  isToolTimeoutError,
+  StreamRestart,
+  type ChunkInfo,
+  type HealedStream,
+  type StreamFormat,
+  type ToolCallEvent,
+} from "../../src/index.js";
+import type { VirtualClock } from "../../src/testing/index.js";
+import { recoveryInstance } from "../helpers/engine.js";
+import { recordingMeters, recordingProvider } from "../helpers/otel.js";
+
+/** A chunk of the fake model: a token, or the end with its finish reason. */
+type Chunk = { text: string } | { finish: string; tokens?: number };
+
+const FORMAT: StreamFormat<Chunk> = {
+  read: (c): ChunkInfo =>
+    "text" in c
+      ? { token: true, answer: c.text !== "" }
+      : { finishReason: c.finish, outputTokens: c.tokens },
+  completion: "finish",
+};
+
+/** What one route does: tokens at a pace, then a fault (or a clean finish). */
+interface Script {
+  /** Delay before the first token, ms. */
+  firstMs?: number;
+  tokens: number;
+  /** Gap between tokens, ms. */
+  gapMs?: number;
+  /** After the tokens: finish (default "stop"), end without finish (cut), throw, or go silent. */
+  then?: "stop" | "cut" | "throw" | "silent" | "length" | "content_filter";
+}
+
+/** A fake model streaming on virtual time; records how each route's streams ended. */
+function fakeModel(clock: VirtualClock, scripts: Record<string, Script[]>) {
+  const log: string[] = [];
+  const calls: Record<string, number> = {};
+  async function* stream(route: string, signal: AbortSignal): AsyncGenerator<Chunk> {
+    const n = (calls[route] = (calls[route] ?? 0) + 1);
+    const script = scripts[route]?.[n - 1] ?? scripts[route]?.at(-1) ?? { tokens: 3 };
+    try {
+      await clock.sleep(script.firstMs ?? 10, signal);
+      for (let i = 0; i < script.tokens; i++) {
+        if (i > 0) await clock.sleep(script.gapMs ?? 10, signal);
+        yield { text: `${route}${i} ` };
+      }
+      switch (script.then ?? "stop") {
+        case "cut":
+          return;
+        case "throw":
+          throw Object.assign(new Error("terminated"), { code: "UND_ERR_SOCKET" });
+        case "silent":
+          await clock.sleep(3_600_000, signal);
+          return;
+        default:
+          yield { finish: script.then ?? "stop", tokens: script.tokens };
+      }
+    } finally {
+      log.push(`${route}#${n} closed`);
+    }
+  }
+  return { stream, log, calls };
+}
+
+async function drain<T>(clock: VirtualClock, s: HealedStream<T>) {
+  const items: T[] = [];
+  const reading = (async () => {
+    for await (const item of s) items.push(item);
+  })();
+  let error: unknown;
+  await clock.run(
+    reading.catch((e: unknown) => (error = e)),
+    { stepMs: 50 },
+  );
+  return { items, error };
+}
+
+const text = (items: unknown[]) =>
+  items
+    .map((i) =>
+      isStreamRestart(i) ? "|restart|" : "text" in (i as Chunk) ? (i as { text: string }).text : "",
+    )
+    .join("");
+
+function setup(routes: string[], options: { meters?: boolean } = {}) {
+  const traces = recordingProvider();
+  const meters = options.meters ? recordingMeters() : undefined;
+  const vi = recoveryInstance(
+    traces.provider,
+    { providers: routes.map((name) => ({ name })) },
+    meters ? { meterProvider: meters.meterProvider } : {},
+  );
+  const calls: ToolCallEvent[] = [];
+  vi.sh.on("tool-call", (e) => calls.push(e));
+  return { ...vi, traces, meters, calls };
+}
+
+describe("sh.stream: limits and completion", () => {
+  it("passes a complete stream through and describes it on the call span", async () => {
+    const { sh, clock, traces } = setup(["a"]);
+    const model = fakeModel(clock, { a: [{ tokens: 4, firstMs: 120 }] });
+    const answer = sh.stream(
+      "chat",
+      { readOnly: true, provider: "a", format: FORMAT },
+      (_: string, ctx) => model.stream("a", ctx.signal),
+    );
+    const s = answer("hi");
+    const { items, error } = await drain(clock, s);
+    expect(error).toBeUndefined();
+    expect(text(items)).toBe("a0 a1 a2 a3 ");
+    const result = await s.result;
+    expect(result).toMatchObject({
+      outcome: "success",
+      attempts: 1,
+      chunks: 5,
+      restarts: 0,
+      firstTokenMs: 120,
+      finishReason: "stop",
+      outputTokens: 4,
+    });
+    const [span] = traces.named("agent.tool_call");
+    expect(span?.attributes).toMatchObject({
+      "selfheal.stream.mode": "fail",
+      "selfheal.stream.first_token_ms": 120,
+      "selfheal.stream.chunks": 5,
+      "gen_ai.response.finish_reasons": ["stop"],
+      "gen_ai.usage.output_tokens": 4,
+      "selfheal.call.outcome": "success",
+    });
+  });
+
+  it("a cut stream in fail mode is a failure everywhere: the reader, status, metrics, events", async () => {
+    const { sh, clock, meters, calls } = setup(["a"], { meters: true });
+    const model = fakeModel(clock, { a: [{ tokens: 3, then: "cut" }] });
+    const answer = sh.stream(
+      "chat",
+      { readOnly: true, provider: "a", format: FORMAT },
+      (_: string, ctx) => model.stream("a", ctx.signal),
+    );
+    for (let i = 0; i < 10; i++) {
+      const { items, error } = await drain(clock, answer("hi"));
+      expect(text(items)).toBe("a0 a1 a2 ");
+      expect(isStreamInterruptedError(error)).toBe(true);
+      const interrupted = error as { delivered: number; cause: unknown };
+      expect(interrupted.delivered).toBe(3);
+      expect(isStreamTruncatedError(interrupted.cause)).toBe(true);
+    }
+    // Nothing resent after the first token: one request per call.
+    expect(model.calls.a).toBe(10);
+    expect(calls.map((c) => c.outcome)).toEqual(Array(10).fill("error"));
+    await clock.advance(6_000); // past the 5 s health cache
+    expect((await sh.status()).status).toBe("critical");
+    const points = await meters!.read();
+    expect(
+      points.get("selfheal_stream_failures{agent=test-agent,tool=chat,pattern=STREAM_TRUNCATED}"),
+    ).toBe(10);
+    expect(points.get("selfheal_tool_calls{agent=test-agent,tool=chat,outcome=error}")).toBe(10);
+    expect(
+      points.get("selfheal_stream_time_to_first_token_seconds{agent=test-agent,tool=chat}"),
+    ).toBe(10);
+  });
+
+  it("restart: the reader gets the discard marker, then the whole answer from the next route", async () => {
+    const { sh, clock, events } = setup(["a", "b"]);
+    const model = fakeModel(clock, { a: [{ tokens: 3, then: "throw" }], b: [{ tokens: 4 }] });
+    const answer = sh.stream(
+      "chat",
+      { readOnly: true, providers: ["a", "b"], format: FORMAT, afterFirstToken: "restart" },
+      (_: string, ctx) => model.stream(ctx.provider ?? "?", ctx.signal),
+    );
+    const s = answer("hi");
+    const { items, error } = await drain(clock, s);
+    expect(error).toBeUndefined();
+    expect(text(items)).toBe("a0 a1 a2 |restart|b0 b1 b2 b3 ");
+    const marker = items.find(isStreamRestart) as StreamRestart;
+    expect(marker).toMatchObject({ discard: 3, attempt: 2, provider: "b" });
+    expect(isStreamTruncatedError(marker.cause)).toBe(true);
+    expect(await s.result).toMatchObject({ outcome: "recovered", provider: "b", restarts: 1 });
+    expect(events[0]).toMatchObject({ pattern: "STREAM_TRUNCATED", outcome: "recovered" });
+  });
+
+  it("buffer: nothing reaches the reader until a stream completes; no restart marker", async () => {
+    const { sh, clock } = setup(["a", "b"]);
+    const model = fakeModel(clock, { a: [{ tokens: 3, then: "cut" }], b: [{ tokens: 2 }] });
+    const answer = sh.stream(
+      "chat",
+      { readOnly: true, providers: ["a", "b"], format: FORMAT, afterFirstToken: "buffer" },
+      (_: string, ctx) => model.stream(ctx.provider ?? "?", ctx.signal),
+    );
+    const { items, error } = await drain(clock, answer("hi"));
+    expect(error).toBeUndefined();
+    expect(text(items)).toBe("b0 b1 ");
+  });
+
+  it("a slow first token fails over before anything reached the reader (fail mode)", async () => {
+    const { sh, clock, events } = setup(["a", "b"]);
+    const model = fakeModel(clock, { a: [{ tokens: 3, firstMs: 60_000 }], b: [{ tokens: 2 }] });
+    const answer = sh.stream(
+      "chat",
+      { readOnly: true, providers: ["a", "b"], format: FORMAT, firstTokenMs: 5_000 },
+      (_: string, ctx) => model.stream(ctx.provider ?? "?", ctx.signal),
+    );
+    const started = clock.now();
+    const s = answer("hi");
+    const { items, error } = await drain(clock, s);
+    expect(error).toBeUndefined();
+    expect(text(items)).toBe("b0 b1 ");
+    expect(clock.now() - started).toBeLessThan(5_200);
+    expect(events[0]).toMatchObject({
+      pattern: "STREAM_FIRST_TOKEN_TIMEOUT",
+      outcome: "recovered",
+    });
+    // The slow request was aborted, not left running.
+    expect(model.log).toContain("a#1 closed");
+  });
+
+  it("a stall after the first token is caught by idleMs and restarted on the next route", async () => {
+    const { sh, clock } = setup(["a", "b"]);
+    const model = fakeModel(clock, { a: [{ tokens: 2, then: "silent" }], b: [{ tokens: 2 }] });
+    const answer = sh.stream(
+      "chat",
+      {
+        readOnly: true,
+        providers: ["a", "b"],
+        format: FORMAT,
+        idleMs: 2_000,
+        afterFirstToken: "restart",
+      },
+      (_: string, ctx) => model.stream(ctx.provider ?? "?", ctx.signal),
+    );
+    const started = clock.now();
+    const { items } = await drain(clock, answer("hi"));
+    expect(text(items)).toBe("a0 a1 |restart|b0 b1 ");
+    const marker = items.find(isStreamRestart) as StreamRestart;
+    expect(isStreamStalledError(marker.cause)).toBe(true);
+    expect(clock.now() - started).toBeLessThan(2_200);
+    expect(model.log).toContain("a#1 closed");
+  });
+
+  it("a stalled stream ends within the call's deadline, whatever idleMs says", async () => {
+    const { sh, clock } = setup(["a"]);
+    const model = fakeModel(clock, { a: [{ tokens: 2, then: "silent" }] });
+    const answer = sh.stream(
+      "chat",
+      { readOnly: true, provider: "a", format: FORMAT, idleMs: 600_000, deadlineMs: 30_000 },
+      (_: string, ctx) => model.stream("a", ctx.signal),
+    );
+    const started = clock.now();
+    const { error } = await drain(clock, answer("hi"));
+    expect(clock.now() - started).toBeLessThanOrEqual(30_050);
+    expect(isStreamInterruptedError(error)).toBe(true);
+    expect(isToolTimeoutError((error as Error).cause)).toBe(true);
+    expect(model.log).toContain("a#1 closed");
+  });
+
+  it("finish reasons: length is truncated, content_filter is a content policy failure", async () => {
+    const { sh, clock, events } = setup(["a"]);
+    const model = fakeModel(clock, {
+      a: [
+        { tokens: 1, then: "length" },
+        { tokens: 1, then: "content_filter" },
+      ],
+    });
+    const answer = sh.stream(
+      "chat",
+      {
+        readOnly: true,
+        provider: "a",
+        format: FORMAT,
+        afterFirstToken: "buffer",
+        plans: { STREAM_TRUNCATED: [] },
+      },
+      (_: string, ctx) => model.stream("a", ctx.signal),
+    );
+    const first = await drain(clock, answer("hi"));
+    expect(isStreamTruncatedError(first.error)).toBe(true);
+    expect((first.error as { type: string }).type).toBe("length");
+    const second = await drain(clock, answer("hi"));
+    expect((second.error as { type: string }).type).toBe("content_filter");
+    expect(events.map((e) => e.pattern)).toEqual(["STREAM_TRUNCATED", "CONTENT_POLICY"]);
+  });
+
+  it("an empty stream is an empty answer, retried; an error before the first token is any call's", async () => {
+    const { sh, clock, events } = setup(["a", "b"]);
+    const model = fakeModel(clock, { a: [{ tokens: 0 }], b: [{ tokens: 1 }] });
+    const answer = sh.stream(
+      "chat",
+      { readOnly: true, providers: ["a", "b"], format: FORMAT },
+      (_: string, ctx) => model.stream(ctx.provider ?? "?", ctx.signal),
+    );
+    const { items } = await drain(clock, answer("hi"));
+    expect(text(items)).toBe("b0 ");
+    expect(events[0]?.pattern).toBe("EMPTY_LLM_RESPONSE");
+  });
+
+  it("a reader that stops early cancels the stream: the source is closed, the route not blamed", async () => {
+    const { sh, clock, calls } = setup(["a"]);
+    const model = fakeModel(clock, { a: [{ tokens: 50, gapMs: 100 }] });
+    const answer = sh.stream(
+      "chat",
+      { readOnly: true, provider: "a", format: FORMAT },
+      (_: string, ctx) => model.stream("a", ctx.signal),
+    );
+    const s = answer("hi");
+    const reading = (async () => {
+      let n = 0;
+      for await (const _ of s) if (++n === 3) break;
+    })();
+    await clock.run(reading, { stepMs: 50 });
+    await clock.advance(100);
+    expect(model.log).toEqual(["a#1 closed"]);
+    await expect(s.result).rejects.toMatchObject({ name: "AbortError" });
+    expect(calls[0]?.outcome).toBe("error");
+  });
+
+  it("a stream function that returns no iterable fails with a TypeError naming the stream", async () => {
+    const { sh, clock } = setup(["a"]);
+    const answer = sh.stream("chat", { readOnly: true, provider: "a" }, () => 42 as never);
+    const { error } = await drain(clock, answer("hi"));
+    expect(error).toBeInstanceOf(TypeError);
+    expect((error as Error).message).toContain('stream "chat" must return an async iterable');
+  });
+
+  it("refuses bad options by name", () => {
+    const { sh } = setup(["a"]);
+    const fn = () => (async function* () {})();
+    expect(() => sh.stream("x", { readOnly: true, firstTokenMs: 0 }, fn)).toThrow(/firstTokenMs/);
+    expect(() =>
+      sh.stream("y", { readOnly: true, afterFirstToken: "resume" as never }, fn),
+    ).toThrow(/afterFirstToken/);
+    expect(() => sh.stream("z", { readOnly: true, isEmpty: () => true } as never, fn)).toThrow(
+      /isEmpty/,
+    );
+    expect(() => sh.stream("w", { readOnly: true, format: { read: 1 } as never }, fn)).toThrow(
+      /format/,
+    );
+    expect(() => sh.stream("v", { readOnly: true, bogus: 1 } as never, fn)).toThrow(/bogus/);
+  });
+});
