@@ -28,12 +28,20 @@ export interface CallContext {
   reportUsage(usage: Usage): void;
 }
 
+/** What selfheal's own layers (streams) may do to an attempt beyond what a tool sees. */
+export interface AttemptControl extends CallContext {
+  /** Ends the attempt's work: its signal is aborted with `reason`. */
+  abort(reason: unknown): void;
+  /** Part of the answer reached the caller: nothing may resend the call. */
+  commit(): void;
+}
+
 /**
  * The call context of one attempt. The AbortController is created only when the tool reads
  * `signal` (an AbortController costs about a microsecond): a deadline or an abort before then is
  * kept and handed to the controller when it is made.
  */
-export class AttemptContext implements CallContext {
+export class AttemptContext implements AttemptControl {
   constructor(
     readonly timeoutMs: number | undefined,
     readonly provider: string | undefined,

@@ -5,7 +5,7 @@ import {
   StreamTruncatedError,
   type StreamProgress,
 } from "../errors.js";
-import type { AttemptContext } from "./call-context.js";
+import type { AttemptControl } from "./call-context.js";
 import type { ResolvedStreamLimits } from "./options/stream.js";
 
 /** How one streamed attempt ended well: what the call's end and its span need. */
@@ -28,7 +28,7 @@ export interface StreamSink<C> {
   readonly buffering: boolean;
   readonly restarts: number;
   /** The attempt hands its first chunks over (at its first token, or at its end). */
-  begin(ctx: AttemptContext): void;
+  begin(ctx: AttemptControl): void;
   push(chunk: C): void;
   firstToken(ms: number): void;
 }
@@ -55,6 +55,8 @@ export class StreamAttempt<C> {
   #answered = false;
   #finishReason: string | undefined;
   #outputTokens: number | undefined;
+  /** The last failure the source reported in band. */
+  #error: unknown;
   #held: C[] = [];
   readonly #onAbort = () => {
     this.#fail(this.ctx.signal.reason, false);
@@ -64,7 +66,7 @@ export class StreamAttempt<C> {
     private readonly tool: string,
     private readonly limits: ResolvedStreamLimits<C>,
     private readonly clock: Clock,
-    private readonly ctx: AttemptContext,
+    private readonly ctx: AttemptControl,
     private readonly sink: StreamSink<C>,
   ) {
     this.#started = this.#lastAt = clock.now();
@@ -89,21 +91,22 @@ export class StreamAttempt<C> {
   async #pump(open: () => AsyncIterable<C> | Promise<AsyncIterable<C>>): Promise<void> {
     try {
       const source = await open();
-      const iterate = (source as Partial<AsyncIterable<C>> | null)?.[Symbol.asyncIterator];
+      const given: unknown = source;
+      const iterate = (given as Partial<AsyncIterable<C>> | null)?.[Symbol.asyncIterator];
       if (typeof iterate !== "function") {
         throw new TypeError(
-          `selfheal: stream "${this.tool}" must return an async iterable (an SDK stream, a ReadableStream, an async generator), got ${source === null ? "null" : typeof source}`,
+          `selfheal: stream "${this.tool}" must return an async iterable (an SDK stream, a ReadableStream, an async generator), got ${given === null ? "null" : typeof given}`,
         );
       }
       const iterator = iterate.call(source);
       this.#iterator = iterator;
-      if (this.#settled) {
+      if (this.#isSettled()) {
         this.#close(); // the attempt ended while the source was opening
         return;
       }
       for (;;) {
         const step = await iterator.next();
-        if (this.#settled) return;
+        if (this.#isSettled()) return;
         if (step.done) {
           this.#complete();
           return;
@@ -111,7 +114,7 @@ export class StreamAttempt<C> {
         this.#chunk(step.value);
       }
     } catch (error) {
-      if (this.#settled) return;
+      if (this.#isSettled()) return;
       // After a token the stream was cut, whatever the source says; its error is the cause.
       this.#fail(
         this.#firstTokenAt === undefined
@@ -129,6 +132,7 @@ export class StreamAttempt<C> {
     if (info !== undefined) {
       if (info.finishReason !== undefined) this.#finishReason = info.finishReason;
       if (info.outputTokens !== undefined) this.#outputTokens = info.outputTokens;
+      if (info.error !== undefined) this.#error = info.error;
       if (info.answer) this.#answered = true;
       if (info.token && this.#firstTokenAt === undefined) this.#firstToken();
     }
@@ -170,12 +174,9 @@ export class StreamAttempt<C> {
 
   #complete(): void {
     const reason = this.#finishReason;
-    if (reason === undefined && this.limits.format.completion === "finish") {
-      this.#fail(new StreamTruncatedError(this.tool, "cut", this.#progress()), false);
-      return;
-    }
-    if (reason !== undefined && this.limits.failOnFinish.has(reason)) {
-      this.#fail(new StreamTruncatedError(this.tool, reason, this.#progress()), false);
+    const cut = reason === undefined && this.limits.format.completion === "finish";
+    if (cut || (reason !== undefined && this.limits.failOnFinish.has(reason))) {
+      this.#fail(this.#incomplete(reason ?? "cut"), false);
       return;
     }
     if (!this.#settle()) return;
@@ -193,6 +194,16 @@ export class StreamAttempt<C> {
     });
   }
 
+  /** An end that is not a completion: the in-band error before a token, else a truncation. */
+  #incomplete(type: string): unknown {
+    const error = this.#error;
+    if (error !== undefined && this.#firstTokenAt === undefined) return error;
+    const progress = this.#progress();
+    return error === undefined
+      ? new StreamTruncatedError(this.tool, type, progress)
+      : new StreamTruncatedError(this.tool, type, progress, { cause: error });
+  }
+
   #progress(): StreamProgress {
     return {
       chunks: this.#chunks,
@@ -207,6 +218,11 @@ export class StreamAttempt<C> {
     if (abort) this.ctx.abort(error);
     this.#close();
     this.#reject(error);
+  }
+
+  /** Read through a method: a limit or an abort may settle the attempt while the pump awaits. */
+  #isSettled(): boolean {
+    return this.#settled;
   }
 
   #settle(): boolean {

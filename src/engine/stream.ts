@@ -15,7 +15,7 @@ import {
   type StreamMode,
 } from "../telemetry/conventions.js";
 import type { ToolMetricLabels } from "../telemetry/metrics.js";
-import type { AttemptContext, CallContext } from "./call-context.js";
+import type { AttemptControl, CallContext } from "./call-context.js";
 import type { Engine } from "./engine.js";
 import { validateCallOptions, type CallOptions, type ToolOptions } from "./options.js";
 import type { ResolvedStreamLimits, StreamFunction, StreamToolOptions } from "./options/stream.js";
@@ -111,7 +111,7 @@ class StreamCall<A, C> implements StreamSink<C> {
     return this.channel.restarts;
   }
 
-  begin(ctx: Pick<AttemptContext, "attempt" | "provider" | "commit">): void {
+  begin(ctx: Pick<AttemptControl, "attempt" | "provider" | "commit">): void {
     if (this.limits.mode === "fail") ctx.commit();
     else if (this.limits.mode === "restart" && this.channel.delivered > 0) {
       const { delivered } = this.channel;
@@ -213,7 +213,7 @@ export function instrumentStream<A, C, M extends StreamMode>(
 ): HealedStreamFunction<A, C, M> {
   const { clock } = engine.options;
   const attempt = (call: StreamCall<A, C>, ctx: CallContext): Promise<StreamAnswer<C>> =>
-    new StreamAttempt(name, limits, clock, ctx as AttemptContext, call)
+    new StreamAttempt(name, limits, clock, ctx as AttemptControl, call)
       .run(() => fn(call.args, ctx))
       .catch((error: unknown) => {
         call.lastFailure = error;

@@ -34,7 +34,9 @@ export interface FailureInjectorOptions {
  * rate limits (with or without Retry-After), timeouts, hangs until aborted, empty answers,
  * 500/502/503, connection resets, malformed JSON, context length, content policy and auth
  * errors, for the first N calls, a window of (virtual) time, or at random from a seed.
- * The first injection whose trigger fires decides; calls are counted.
+ * The first injection whose trigger fires decides; calls are counted. The stream faults
+ * (`slow_first_token`, `stream_cut`, `stream_stall`, `malformed_event`, `no_done`) are decided
+ * here too but served only by the fake provider to streamed requests.
  */
 export class FailureInjector {
   private readonly clock: Clock;
@@ -59,6 +61,7 @@ export class FailureInjector {
         `unknown fault kind ${JSON.stringify(kind)} (known: ${FAULT_KINDS.join(", ")})`,
       );
     validateTrigger(trigger);
+    validateOptions(options);
     const entry = { injection: { ...options, kind, trigger }, fromCall: this.calls };
     this.injections.push(entry);
     return () => {
@@ -94,7 +97,8 @@ export class FailureInjector {
 
   /**
    * Wraps `fn`: each call first asks `next()`; a fault throws (or returns `""` for `empty`, or
-   * waits for the call's `signal` for `hang`) instead of calling `fn`.
+   * waits for the call's `signal` for `hang`) instead of calling `fn`. A stream-only fault
+   * rejects with an error saying it exists only over HTTP streams (see `thrownFault`).
    */
   wrap<A, R, C extends { signal?: AbortSignal } | undefined>(
     fn: (args: A, context: C) => R | Promise<R>,
@@ -136,4 +140,14 @@ function validateTrigger(trigger: Trigger): void {
   if ("probability" in trigger && !(trigger.probability >= 0 && trigger.probability <= 1)) {
     throw new TypeError("trigger.probability must be between 0 and 1");
   }
+}
+
+function validateOptions(options: FaultOptions): void {
+  const { afterTokens, atToken, silentMs } = options;
+  if (afterTokens !== undefined && !(Number.isInteger(afterTokens) && afterTokens >= 0))
+    throw new TypeError("afterTokens must be a whole number >= 0");
+  if (atToken !== undefined && !(Number.isInteger(atToken) && atToken >= 1))
+    throw new TypeError("atToken must be a whole number >= 1");
+  if (silentMs !== undefined && !(silentMs >= 0 && silentMs < Infinity))
+    throw new TypeError("silentMs must be a finite number of ms >= 0");
 }

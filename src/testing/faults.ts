@@ -16,14 +16,46 @@ export const FAULT_KINDS = [
   "context_length",
   "content_policy",
   "auth",
+  "slow_first_token",
+  "stream_cut",
+  "stream_stall",
+  "malformed_event",
+  "no_done",
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
+
+/**
+ * Faults that only exist in a streamed answer (a request with `"stream": true` to the fake
+ * provider). A request that is not streamed is answered normally; `thrownFault` refuses them.
+ */
+export const STREAM_ONLY_FAULTS: ReadonlySet<FaultKind> = new Set<FaultKind>([
+  "slow_first_token",
+  "stream_cut",
+  "stream_stall",
+  "malformed_event",
+  "no_done",
+]);
 
 export interface FaultOptions {
   /** rate_limit: send `Retry-After` with this many seconds (none when omitted). */
   retryAfterSeconds?: number;
-  /** timeout: how long before the timeout error is thrown (HTTP: before answering), ms. */
+  /**
+   * timeout: how long before the timeout error is thrown (HTTP: before answering), ms.
+   * slow_first_token: the wait between the role chunk and the first token, ms (default 20 000).
+   */
   delayMs?: number;
+  /**
+   * stream_cut, stream_stall: tokens streamed before the cut or the silence (default two thirds
+   * of the answer's tokens, rounded down; more than the answer has means after the last token).
+   */
+  afterTokens?: number;
+  /** stream_stall: how long the stream stays silent, connection open, ms (default 30 000). */
+  silentMs?: number;
+  /**
+   * malformed_event: the invalid event is sent just before this token, counted from 1
+   * (default 1); past the last token, just before the finish chunk. It is an extra event.
+   */
+  atToken?: number;
   /** Override the error message (e.g. to test wording drift). */
   message?: string;
 }
@@ -141,8 +173,16 @@ export class InjectedApiError extends Error {
   }
 }
 
-/** What an in-process fault does to a call: throw this error, or return this result. */
+/**
+ * The error an in-process fault throws, shaped as the OpenAI SDK or Node throw it. Throws for
+ * faults that are not errors (`hang`, `empty`) and for the stream-only ones
+ * (`STREAM_ONLY_FAULTS`), which exist only over HTTP: serve those with `startFakeProvider`.
+ */
 export function thrownFault(kind: FaultKind, options: FaultOptions = {}): Error {
+  if (STREAM_ONLY_FAULTS.has(kind))
+    throw new Error(
+      `fault ${kind} only exists over HTTP streams: serve it with startFakeProvider to a request with "stream": true`,
+    );
   const http = httpFault(kind, options);
   if (http) return new InjectedApiError(http);
   switch (kind) {

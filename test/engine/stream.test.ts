@@ -156,7 +156,8 @@ describe("sh.stream: limits and completion", () => {
     expect(calls.map((c) => c.outcome)).toEqual(Array(10).fill("error"));
     await clock.advance(6_000); // past the 5 s health cache
     expect((await sh.status()).status).toBe("critical");
-    const points = await meters!.read();
+    if (!meters) throw new Error("no meters");
+    const points = await meters.read();
     expect(
       points.get("selfheal_stream_failures{agent=test-agent,tool=chat,pattern=STREAM_TRUNCATED}"),
     ).toBe(10);
@@ -309,8 +310,8 @@ describe("sh.stream: limits and completion", () => {
     );
     const s = answer("hi");
     const reading = (async () => {
-      let n = 0;
-      for await (const _ of s) if (++n === 3) break;
+      const seen: Chunk[] = [];
+      for await (const chunk of s) if (seen.push(chunk) === 3) break;
     })();
     await clock.run(reading, { stepMs: 50 });
     await clock.advance(100);

@@ -3,21 +3,30 @@ import { SelfHealConfigError } from "../../errors.js";
 import type {
   CallContext,
   CallOptions,
+  HealedStreamFunction,
   SelfHealing,
+  StreamOptions,
   ToolOptions,
   WrappedTool,
 } from "../../index.js";
 import { checkModelOptions, checkModel, isModel, type HealModelOptions } from "./options.js";
 import { inFrameworkSpan, MODEL_SPANS } from "./spans.js";
-import { peekStream, PeekedStream } from "./stream.js";
-import type { ContentPart, GenerateResult, LanguageModelV3, ModelCallOptions } from "./types.js";
-
-type ModelAnswer = GenerateResult | PeekedStream;
+import { AI_SDK_PARTS, readParts, toReadableStream } from "./stream.js";
+import type {
+  ContentPart,
+  GenerateResult,
+  LanguageModelV3,
+  ModelCallOptions,
+  StreamPart,
+  StreamResult,
+} from "./types.js";
 
 /** One model call as selfheal sees it: the request, and the model behind each provider. */
 class ModelCall {
+  /** The request and response of the streamed attempt that answers (the latest one). */
+  streamed: Omit<StreamResult, "stream"> = {};
+
   constructor(
-    readonly kind: "generate" | "stream",
     readonly params: ModelCallOptions,
     readonly primary: LanguageModelV3,
     readonly fallbacks: ReadonlyMap<string, LanguageModelV3>,
@@ -36,7 +45,8 @@ class ModelCall {
 
 interface Registration {
   readonly providers: readonly string[];
-  readonly call: WrappedTool<ModelCall, ModelAnswer>;
+  readonly generate: WrappedTool<ModelCall, GenerateResult>;
+  readonly stream: HealedStreamFunction<ModelCall, StreamPart, "fail" | "restart" | "buffer">;
 }
 
 /** Model calls registered per instance, by name: `sh.tool` takes a name once. */
@@ -93,18 +103,36 @@ function middleware(
   fallbacks: ReadonlyMap<string, LanguageModelV3>,
   options: HealModelOptions,
 ): LanguageModelMiddleware {
-  const run = (kind: ModelCall["kind"], params: ModelCallOptions, model: LanguageModelV3) => {
-    const registration = registrationFor(model);
-    return inFrameworkSpan(options.spans, MODEL_SPANS, () =>
-      registration.call(new ModelCall(kind, params, model, fallbacks), callOptions(params)),
-    );
-  };
   return {
     specificationVersion: "v3",
-    wrapGenerate: async ({ params, model }) =>
-      (await run("generate", params, model)) as GenerateResult,
-    wrapStream: async ({ params, model }) =>
-      ((await run("stream", params, model)) as PeekedStream).resume(),
+    wrapGenerate: ({ params, model }) => {
+      const { generate } = registrationFor(model);
+      const call = new ModelCall(params, model, fallbacks);
+      return inFrameworkSpan(options.spans, MODEL_SPANS, () =>
+        generate(call, callOptions(params)),
+      );
+    },
+    wrapStream: async ({ params, model }) => {
+      const { stream } = registrationFor(model);
+      const call = new ModelCall(params, model, fallbacks);
+      const healed = inFrameworkSpan(options.spans, MODEL_SPANS, () =>
+        stream(call, callOptions(params)),
+      );
+      // Wait for the first part (a failure before it rejects here, as doStream would): then the
+      // answering attempt's request and response are known, and nothing has reached the SDK.
+      const iterator = healed[Symbol.asyncIterator]();
+      const first = await iterator.next();
+      return {
+        ...call.streamed,
+        stream: toReadableStream(
+          healed,
+          first,
+          iterator,
+          params.includeRawChunks === true,
+          options.onRestart,
+        ),
+      };
+    },
   };
 }
 
@@ -161,21 +189,22 @@ function register(
     }
     return existing;
   }
-  const call = sh.tool(name, modelToolOptions(options, providers), runModelCall);
-  const registration = { providers, call };
+  const generate = sh.tool(name, modelToolOptions(options, providers), generateOnce);
+  const stream = sh.stream(streamName(name), modelStreamOptions(options, providers), streamOnce);
+  const registration = { providers, generate, stream };
   byName.set(name, registration);
   return registration;
 }
 
-function modelToolOptions(
-  options: HealModelOptions,
-  providers: readonly string[],
-): ToolOptions<ModelCall, ModelAnswer> {
+/** The selfheal name of a model's streamed calls: a health scope of their own. */
+export const streamName = (name: string): string => `${name}:stream`;
+
+/** What a model's generate and stream registrations share. */
+function sharedOptions(options: HealModelOptions, providers: readonly string[]) {
   const { timeoutMs, deadlineMs, plans, spans } = options;
   return {
     readOnly: true, // a model call changes nothing: it is never refused
-    kind: "llm",
-    isEmpty: isEmptyAnswer,
+    kind: "llm" as const,
     // One route needs no declaration; failover routes must be declared in recovery.providers.
     ...(providers.length > 1 ? { providers } : { provider: providers[0] as string }),
     ...(timeoutMs !== undefined && { timeoutMs }),
@@ -185,14 +214,46 @@ function modelToolOptions(
   };
 }
 
+function modelToolOptions(
+  options: HealModelOptions,
+  providers: readonly string[],
+): ToolOptions<ModelCall, GenerateResult> {
+  return { ...sharedOptions(options, providers), isEmpty: isEmptyAnswer };
+}
+
+function modelStreamOptions(
+  options: HealModelOptions,
+  providers: readonly string[],
+): StreamOptions<ModelCall, StreamPart> {
+  const { firstTokenMs, idleMs, afterFirstToken, failOnFinish } = options;
+  return {
+    ...sharedOptions(options, providers),
+    format: AI_SDK_PARTS,
+    ...(firstTokenMs !== undefined && { firstTokenMs }),
+    ...(idleMs !== undefined && { idleMs }),
+    ...(afterFirstToken !== undefined && { afterFirstToken }),
+    ...(failOnFinish !== undefined && { failOnFinish }),
+  };
+}
+
 function callOptions(params: ModelCallOptions): CallOptions {
   return params.abortSignal ? { signal: params.abortSignal } : {};
 }
 
-/** One attempt on the model of the provider selfheal picked, with selfheal's signal. */
-async function runModelCall(call: ModelCall, ctx: CallContext): Promise<ModelAnswer> {
+/** One streamed attempt on the model of the provider selfheal picked, with selfheal's signal. */
+async function streamOnce(call: ModelCall, ctx: CallContext): Promise<AsyncIterable<StreamPart>> {
   const model = call.modelFor(ctx.provider);
-  if (call.kind === "stream") return peekStream(model, call.params, ctx);
+  const { stream, ...streamed } = await model.doStream({
+    ...call.params,
+    abortSignal: ctx.signal,
+  });
+  call.streamed = streamed; // a fallback names its model in its response-metadata part
+  return readParts(stream);
+}
+
+/** One attempt on the model of the provider selfheal picked, with selfheal's signal. */
+async function generateOnce(call: ModelCall, ctx: CallContext): Promise<GenerateResult> {
+  const model = call.modelFor(ctx.provider);
   const result = await model.doGenerate({ ...call.params, abortSignal: ctx.signal });
   const { inputTokens, outputTokens } = result.usage;
   ctx.reportUsage({
@@ -226,6 +287,6 @@ function isAnswer(part: ContentPart): boolean {
 }
 
 /** Empty: no text and no tool call (reasoning alone is not an answer). */
-function isEmptyAnswer(answer: ModelAnswer): boolean {
-  return answer instanceof PeekedStream ? !answer.answered : !answer.content.some(isAnswer);
+function isEmptyAnswer(answer: GenerateResult): boolean {
+  return !answer.content.some(isAnswer);
 }

@@ -1,6 +1,12 @@
 import { SPAN_MODES } from "../../engine/options/tool.js";
 import { SelfHealConfigError } from "../../errors.js";
-import type { Plans, ToolOptions, ToolSpanMode } from "../../index.js";
+import type {
+  Plans,
+  StreamMode,
+  StreamRestart,
+  ToolOptions,
+  ToolSpanMode,
+} from "../../index.js";
 import {
   knownKeys,
   object,
@@ -51,8 +57,23 @@ export interface HealModelOptions {
    * own `provider`) must be declared in `recovery.providers`, the primary's too.
    */
   fallback?: LanguageModelV3 | ModelRoute | readonly (LanguageModelV3 | ModelRoute)[];
-  /** Per attempt; for a stream, until its first answer part. */
+  /** Per attempt: a generate call, or a whole stream (default: none; streams have the limits below). */
   timeoutMs?: number;
+  /** A stream with no token (text, reasoning, tool input) this long after it started fails over (default 20 s). */
+  firstTokenMs?: number;
+  /** A stream silent this long after its first token fails (default 15 s). */
+  idleMs?: number;
+  /**
+   * A stream that fails after parts reached the SDK: `fail` (default) errors the stream with a
+   * StreamInterruptedError; `restart` streams the whole answer again from the next route, after
+   * a `raw` part `{ type: "selfheal.restart", discard }` (with `includeRawChunks`) and `onRestart`;
+   * `buffer` passes parts on only once the stream is complete.
+   */
+  afterFirstToken?: StreamMode;
+  /** Unified finish reasons that mean the answer is incomplete (default length, content-filter, error). */
+  failOnFinish?: readonly string[];
+  /** Called when a `restart` stream starts its answer again: discard what you rendered. */
+  onRestart?: (restart: StreamRestart) => void;
   /** The whole call, recovery included. */
   deadlineMs?: number;
   /** Recovery chains by pattern for this model. */
@@ -70,6 +91,11 @@ const MODEL_KEYS = [
   "deadlineMs",
   "plans",
   "spans",
+  "firstTokenMs",
+  "idleMs",
+  "afterFirstToken",
+  "failOnFinish",
+  "onRestart",
 ] as const satisfies readonly (keyof HealModelOptions)[];
 /** What the adapter sets itself; a per-tool value would silently change the tool's safety. */
 const SET_BY_ADAPTER: Readonly<Record<string, string>> = {
@@ -151,7 +177,8 @@ export function checkModelOptions(caller: string, input: unknown): HealModelOpti
     checkRoute(route, `${field}.fallback${Array.isArray(o.fallback) ? `[${i}]` : ""}`);
   });
   optionalChoice(o.spans, SPAN_MODES, `${field}.spans`);
-  // timeoutMs, deadlineMs and plans are checked by sh.tool, under the tool's name.
+  optionalFunction(o.onRestart, `${field}.onRestart`);
+  // The limits, timeoutMs, deadlineMs and plans are checked by sh.tool / sh.stream, under its name.
   return o;
 }
 

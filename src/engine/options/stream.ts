@@ -14,6 +14,12 @@ export interface ChunkInfo {
   readonly finishReason?: string | undefined;
   /** Output tokens the provider reported (usually on the last chunk). */
   readonly outputTokens?: number | undefined;
+  /**
+   * A failure the source reported in band (an SDK's error part). The stream goes on; if it then
+   * does not complete, this is what failed it (thrown as is before the first token, as the
+   * cause after it), so a provider's structured error is diagnosed as itself.
+   */
+  readonly error?: unknown;
 }
 
 /**
@@ -118,7 +124,8 @@ export function splitStreamOptions<A, C>(
   optionalChoice(o.afterFirstToken, STREAM_MODES, `${field}.afterFirstToken`);
   if (o.format !== undefined) withMethods(o.format, `${field}.format`, ["read"]);
   const format = (o.format ?? PLAIN_CHUNKS) as StreamFormat<C>;
-  if (format.completion !== "finish" && format.completion !== "end") {
+  const completion: unknown = format.completion;
+  if (completion !== "finish" && completion !== "end") {
     throw new SelfHealConfigError(
       `${field}.format.completion`,
       'expected "finish" (a finish reason completes the stream) or "end" (its end does)',
