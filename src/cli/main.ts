@@ -250,6 +250,18 @@ async function demo(argv: string[]): Promise<void> {
       result.mttr_seconds === null ? "n/a" : `${result.mttr_seconds.toFixed(1)} s`,
     ],
     ["user-visible failures", String(result.user_visible_failures)],
+    // Streamed answers: the cut ones a reader took for whole, and what selfheal diagnosed.
+    ...(scenario.stream
+      ? ([
+          ["truncated answers delivered as whole", String(result.truncated_answers)],
+          [
+            "diagnoses",
+            Object.entries(result.diagnoses)
+              .map(([k, v]) => `${k} ${v}`)
+              .join(", ") || "none",
+          ],
+        ] satisfies [string, string][])
+      : []),
     ["pages (failed calls, one per kind per 10 min)", String(result.pages)],
     ["spend (every request)", `$${result.spend_usd.toFixed(4)}`],
     ["recovery spend (requests after a call's first)", `$${result.recovery_cost_usd.toFixed(4)}`],

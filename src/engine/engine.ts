@@ -103,6 +103,11 @@ export interface ToolRuntime<A, R> {
   readonly describe?: (value: R) => Attributes;
   /** What a failure adds to the call's span. */
   readonly describeError?: (error: unknown) => Attributes | undefined;
+  /**
+   * A streamed call: its attempts are bounded by the stream's own limits, so a half-open probe
+   * is not cut to `probeTimeoutMs` (its first-token limit bounds a dead route).
+   */
+  readonly streamed?: boolean;
 }
 
 /** One call in flight: made by admit, ended once by finish. */
@@ -134,7 +139,10 @@ export interface AttemptSpec {
   provider: string | undefined;
   /** The attempt's timeout: the one asked for, cut to the call's deadline. */
   timeoutMs: number | undefined;
-  /** The timeout asked for (the tool's, the caller's or a strategy's), undefined when none was. */
+  /**
+   * The timeout asked for (the tool's, the caller's or a strategy's), undefined when none was;
+   * never a probe's bound, which is the attempt's alone.
+   */
   requestedMs: number | undefined;
   attempt: number;
   /** Context the attempt's spans and the tool's own spans start in. */

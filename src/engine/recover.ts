@@ -212,7 +212,11 @@ class Recovery<A, R> implements RecoveryRun {
     input.budget.spend(expected);
     const number = 1 + ++this.attempts;
     const probe = admission === "probe";
-    const requestedMs = probe ? probeTimeout(request.timeoutMs, engine.options) : request.timeoutMs;
+    const requestedMs = request.timeoutMs;
+    // A probe is bounded short, but a stream's probe by its first-token limit: a healthy stream
+    // may run longer than any probe bound. Later attempts start from the timeout asked for.
+    const boundMs =
+      probe && !input.tool.streamed ? probeTimeout(requestedMs, engine.options) : requestedMs;
     const span = engine.tracer.startSpan(
       SPAN_RECOVERY,
       {
@@ -230,7 +234,7 @@ class Recovery<A, R> implements RecoveryRun {
     if (request.provider !== undefined) span.setAttribute(ATTR_RECOVERY_PROVIDER, request.provider);
     const out = await input.runOnce({
       provider: request.provider,
-      timeoutMs: Math.min(requestedMs ?? Infinity, left),
+      timeoutMs: Math.min(boundMs ?? Infinity, left),
       requestedMs,
       attempt: number,
       parent: trace.setSpan(input.call.context, span),

@@ -230,6 +230,7 @@ export function instrumentStream<A, C, M extends StreamMode>(
     attributes: { [ATTR_STREAM_MODE]: limits.mode },
     describe: describeAnswer,
     describeError: describeFailure,
+    streamed: true,
   });
   engine.metrics.registerStream(runtime.labels);
   const wrapped = wrapRuntime(engine, runtime);

@@ -116,6 +116,7 @@ export interface RuntimeExtras<R> {
   attributes?: Attributes;
   describe?: (value: R) => Attributes;
   describeError?: (error: unknown) => Attributes | undefined;
+  streamed?: boolean;
 }
 
 /** What every call of a tool shares, worked out once at registration. */
@@ -183,6 +184,7 @@ export function toolRuntime<A, R>(
     },
     ...(extras.describe && { describe: extras.describe }),
     ...(extras.describeError && { describeError: extras.describeError }),
+    ...(extras.streamed && { streamed: true }),
   };
 }
 
@@ -514,12 +516,16 @@ class FirstAttempt<A, R> implements AttemptSink<R>, AttemptSpec {
     now: number,
     private readonly detailed: boolean,
   ) {
-    const requested = routed.probe ? probeTimeout(c.timeoutMs, calls.engine.options) : c.timeoutMs;
+    const bounded =
+      routed.probe && !calls.tool.streamed
+        ? probeTimeout(c.timeoutMs, calls.engine.options)
+        : c.timeoutMs;
     const left = c.deadlineAt - now;
     this.provider = routed.route.provider;
     // The attempt's own timeout, cut to the call's deadline.
-    this.timeoutMs = requested === undefined || requested > left ? left : requested;
-    this.requestedMs = requested;
+    this.timeoutMs = bounded === undefined || bounded > left ? left : bounded;
+    // What later attempts start from: the call's own timeout, not a probe's bound.
+    this.requestedMs = c.timeoutMs;
     this.parent = c.context;
     this.enter = c.enter;
   }

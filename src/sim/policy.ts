@@ -6,6 +6,8 @@ export interface PolicyFigures {
   /** Breakers opened on a dependency that had no fault at the time. */
   falseTrips: number;
   driftEvents: number;
+  /** Diagnoses made, by pattern (a policy that diagnoses nothing leaves it out). */
+  diagnoses?: Record<string, number>;
 }
 
 /**

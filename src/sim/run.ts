@@ -21,8 +21,10 @@ export interface SimResult {
   /** Mean time from a call's first failed request to its answer, s (null: nothing recovered). */
   mttr_seconds: number | null;
   mttr_p95_seconds: number | null;
-  /** Tasks that failed (an error or an empty answer reached the user). */
+  /** Tasks that failed (an error, an empty answer or a truncated one reached the user). */
   user_visible_failures: number;
+  /** Answers cut short that reached the user as if whole (a streamed answer read to its end). */
+  truncated_answers: number;
   /** Failed calls a person is paged for, one per kind per 10 min (the same rule for all). */
   pages: number;
   /** Every request x its dependency's price, USD. */
@@ -36,6 +38,8 @@ export interface SimResult {
   /** Breakers opened on a dependency that had no fault at the time. */
   false_trips: number;
   drift_events: number;
+  /** The policy's diagnoses by pattern (selfheal's; empty for a policy that diagnoses nothing). */
+  diagnoses: Record<string, number>;
   calls_per_provider: Record<string, number>;
   timeline: TimelineEntry[];
 }
@@ -97,7 +101,8 @@ export async function runScenario(
 
   const lastPage = new Map<string, number>();
   let pages = 0;
-  /** One logical call through the policy, recorded; an empty answer is a failure. */
+  let truncatedAnswers = 0;
+  /** One logical call through the policy, recorded; an empty or a truncated answer is a failure. */
   const call = async (op: Operation, id: string, run: () => Promise<string>) => {
     const record: CallRecord = { id, op, startMs: world.elapsed(), attempts: [] };
     calls.set(id, record);
@@ -106,7 +111,7 @@ export async function runScenario(
       value = await run();
     } finally {
       record.endMs = world.elapsed();
-      record.ok = value !== undefined && value !== "";
+      record.ok = value !== undefined && world.whole(id, value);
       options.onCall?.(record);
       if (!record.ok) {
         const kind = pageKind(record);
@@ -118,6 +123,10 @@ export async function runScenario(
       }
     }
     if (value === "") throw new Error("an empty answer reached the user");
+    if (!record.ok) {
+      truncatedAnswers++;
+      throw new Error("a truncated answer reached the user as if whole");
+    }
     return value;
   };
 
@@ -165,6 +174,7 @@ export async function runScenario(
     mttr_seconds: times.length ? round(times.reduce((a, b) => a + b, 0) / times.length) : null,
     mttr_p95_seconds: times.length ? round(quantile(times, 0.95) ?? 0) : null,
     user_visible_failures: userVisibleFailures,
+    truncated_answers: truncatedAnswers,
     pages,
     spend_usd: round(f.spendUsd, 4),
     recovery_cost_usd: round(f.recoverySpendUsd, 4),
@@ -172,6 +182,7 @@ export async function runScenario(
     double_charges: doubleCharges(charges),
     false_trips: own.falseTrips,
     drift_events: own.driftEvents,
+    diagnoses: own.diagnoses ?? {},
     calls_per_provider: requestsPerDependency,
     timeline,
   };

@@ -35,7 +35,25 @@ export type Fault =
    * The write is applied on the server, but the answer comes after `delayMs` (past the
    * client's timeout): a retry without an idempotency key charges twice.
    */
-  | { kind: "ghost_write"; rate: number; delayMs: number };
+  | { kind: "ghost_write"; rate: number; delayMs: number }
+  // Faults of a streamed answer (an LLM call of a scenario with `stream`); a call that is not
+  // streamed is answered normally under them. `share`: the part of the answer's tokens that
+  // come before the fault strikes.
+  /** The first token comes `delayMs` late (a queued request), then the answer streams as usual. */
+  | { kind: "slow_first_token"; rate: number; delayMs: number }
+  /**
+   * The connection breaks after `share` of the tokens: the read fails (undici's "terminated", as
+   * a destroyed socket surfaces in Node), no finish event.
+   */
+  | { kind: "stream_cut"; rate: number; share: number }
+  /** Silent for `silentMs` after `share` of the tokens, connection open; then the rest, whole. */
+  | { kind: "stream_stall"; rate: number; share: number; silentMs: number }
+  /**
+   * The stream ends quietly after `share` of the tokens, without its terminal event (finish
+   * reason, usage): a gateway closed the response cleanly, and an SSE reader just ends. A plain
+   * reader takes the part for the whole answer. `share: 1`: every token came, only the end did not.
+   */
+  | { kind: "no_finish"; rate: number; share: number };
 
 export interface FaultWindow {
   dependency: string;
@@ -53,6 +71,14 @@ export interface Dependency {
   usdPerCall: number;
 }
 
+/** How the LLM providers stream an answer: its token events and their pace. */
+export interface StreamShape {
+  /** Token events of a whole answer (each may carry a few tokens). */
+  tokens: number;
+  /** Time between token events, ms; the first comes after the provider's `latencyMs`. */
+  tokenMs: number;
+}
+
 export interface Scenario {
   name: string;
   description: string;
@@ -63,6 +89,11 @@ export interface Scenario {
   taskEveryMs: number;
   /** LLM providers, primary first. */
   llm: Dependency[];
+  /**
+   * The LLM answers stream, shaped so (undefined: each comes whole after `latencyMs`). A
+   * streamed answer is whole only if every token and the finish event came.
+   */
+  stream?: StreamShape;
   /** The write API each task ends with. */
   api: Dependency;
   faults: FaultWindow[];
@@ -224,6 +255,40 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
         fromMs: 10 * MIN,
         toMs: 60 * MIN,
         fault: { kind: "server_error", times: 1 },
+      },
+    ],
+  },
+  streams: {
+    ...fleet,
+    name: "streams",
+    description:
+      "The answers stream (40 token events, 125 ms apart). For 45 min the primary's streams go wrong in turn: first tokens 30 s late, 45 s stalls mid-answer, connections cut mid-answer, then streams that end early without their finish event, which a plain reader takes for whole answers. The secondary streams fine.",
+    seed: 100,
+    stream: { tokens: 40, tokenMs: 125 },
+    faults: [
+      {
+        dependency: "openai",
+        fromMs: 5 * MIN,
+        toMs: 15 * MIN,
+        fault: { kind: "slow_first_token", rate: 0.4, delayMs: 30_000 },
+      },
+      {
+        dependency: "openai",
+        fromMs: 15 * MIN,
+        toMs: 25 * MIN,
+        fault: { kind: "stream_stall", rate: 0.3, share: 0.5, silentMs: 45_000 },
+      },
+      {
+        dependency: "openai",
+        fromMs: 25 * MIN,
+        toMs: 35 * MIN,
+        fault: { kind: "stream_cut", rate: 0.3, share: 0.4 },
+      },
+      {
+        dependency: "openai",
+        fromMs: 35 * MIN,
+        toMs: 50 * MIN,
+        fault: { kind: "no_finish", rate: 0.3, share: 0.7 },
       },
     ],
   },

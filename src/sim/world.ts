@@ -19,7 +19,11 @@ export type AttemptResult =
   | "bad_request"
   | "auth"
   /** Applied on the server, answered too late: the client saw a timeout. */
-  | "ghost_write";
+  | "ghost_write"
+  /** A stream whose connection broke after some tokens: the client's read failed. */
+  | "cut"
+  /** A stream that ended without its finish event: what came may be only part of the answer. */
+  | "no_finish";
 
 /** Results that no retry on the same route can turn into an answer. */
 export const NON_RETRYABLE: ReadonlySet<AttemptResult> = new Set(["bad_request", "auth"]);
@@ -37,6 +41,9 @@ export interface AttemptRecord {
 }
 
 export type Operation = "complete" | "charge";
+
+/** One event of a streamed answer: a token of its text, or its end with the finish reason. */
+export type StreamChunk = { text: string } | { finish: "stop"; tokens: number };
 
 /** One logical call of a task (an LLM answer or a payment) and every request it made. */
 export interface CallRecord {
@@ -65,8 +72,16 @@ export interface World {
   random: () => number;
   /** Virtual ms since the start. */
   elapsed(): number;
-  /** One request to a dependency, as the scenario has it behave right now. */
+  /**
+   * One request to a dependency, as the scenario has it behave right now. An LLM answer of a
+   * streaming scenario is read as a plain reader does: every token until the stream ends,
+   * whether or not its finish event came.
+   */
   behave(request: Request): Promise<string>;
+  /** One streamed request to an LLM provider (a scenario with `stream`): its events on the clock. */
+  stream(request: Request): AsyncIterable<StreamChunk>;
+  /** Whether `value` is the whole answer to a call: false for an empty or a truncated one. */
+  whole(call: string, value: string): boolean;
   /** The fault window a dependency is in now, if any. */
   faultNow(dependency: string): FaultWindow | undefined;
   note(kind: TimelineEntry["kind"], text: string): void;
@@ -87,6 +102,34 @@ export interface WorldRecord {
   /** Charges applied on the payment server per order. */
   charges: Map<string, number>;
   requestsPerDependency: Record<string, number>;
+}
+
+/** What a request is in for: an error to throw at once, or a delay and an answer. */
+interface Fate {
+  result: AttemptResult;
+  throw?: Error;
+  hang?: boolean;
+  delayMs?: number;
+  applied?: true;
+}
+
+/** How a stream fault bends one streamed answer. */
+interface Bend {
+  /** Wait before the first token, ms. */
+  firstMs: number;
+  /** Silent for `silentMs` before this token (the answer's length: before the finish event). */
+  stallAt?: number;
+  silentMs?: number;
+  /** The stream stops before this token: its connection breaks (`cut`) or it just ends. */
+  stopAt?: number;
+  stop?: "cut" | "no_finish";
+}
+
+/** What undici's fetch throws when the socket of a response being read dies. */
+function terminated(): Error {
+  return Object.assign(new TypeError("terminated"), {
+    cause: Object.assign(new Error("other side closed"), { code: "UND_ERR_SOCKET" }),
+  });
 }
 
 /** A stable share in [0, 1) for a call on a dependency: the same prompt fails the same way. */
@@ -128,10 +171,7 @@ export function createWorld(
   };
 
   /** The request's fate: an error to throw after no delay, or a delay and an answer. */
-  const decide = (
-    { dep, call }: Request,
-    window: FaultWindow | undefined,
-  ): { result: AttemptResult; throw?: Error; hang?: boolean; delayMs?: number; applied?: true } => {
+  const decide = ({ dep, call }: Request, window: FaultWindow | undefined): Fate => {
     const f = window?.fault;
     const now = elapsed();
     const periodMs = f?.kind === "rate_limit" ? f.throttleSeconds * 1000 : 0;
@@ -178,6 +218,91 @@ export function createWorld(
     return { result: "ok" };
   };
 
+  /** A request arrives: it is counted, its fate drawn and its attempt recorded. */
+  const receive = (request: Request) => {
+    const { dep, call } = request;
+    const record = calls.get(call);
+    if (!record) throw new Error(`request for unknown call "${call}"`);
+    requestsPerDependency[dep.name] = (requestsPerDependency[dep.name] ?? 0) + 1;
+    const window = faultNow(dep.name);
+    const fate = decide(request, window);
+    const attempt: AttemptRecord = {
+      dependency: dep.name,
+      atMs: elapsed(),
+      endMs: elapsed(),
+      result: fate.result,
+      usd: dep.usdPerCall,
+    };
+    if (fate.result === "rate_limit")
+      attempt.throttledUntilMs = throttles.get(dep.name)?.untilMs ?? 0;
+    record.attempts.push(attempt);
+    return { window, fate, attempt };
+  };
+
+  const shape = scenario.stream ?? { tokens: 0, tokenMs: 0 };
+  const streams = (dep: Dependency) =>
+    scenario.stream !== undefined && scenario.llm.some((d) => d.name === dep.name);
+  const token = (i: number) => `t${i} `;
+  let wholeText: string | undefined;
+  /** A streamed answer's whole text (every call gets the same one). */
+  const wholeAnswer = () =>
+    (wholeText ??= Array.from({ length: shape.tokens }, (_, i) => token(i)).join(""));
+
+  /** How a stream fault, if one strikes this request (one not failed already), bends its answer. */
+  const bend = (dep: Dependency, window: FaultWindow | undefined, healthy: boolean): Bend => {
+    const f = healthy ? window?.fault : undefined;
+    const firstMs = window?.slowMs ?? dep.latencyMs;
+    const at = (share: number) =>
+      Math.min(shape.tokens, Math.max(0, Math.floor(shape.tokens * share)));
+    if (f?.kind === "slow_first_token" && faultRandom() < f.rate) {
+      return { firstMs: firstMs + f.delayMs };
+    } else if (f?.kind === "stream_stall" && faultRandom() < f.rate) {
+      return { firstMs, stallAt: at(f.share), silentMs: f.silentMs };
+    } else if (f?.kind === "stream_cut" && faultRandom() < f.rate) {
+      return { firstMs, stopAt: at(f.share), stop: "cut" };
+    } else if (f?.kind === "no_finish" && faultRandom() < f.rate) {
+      return { firstMs, stopAt: at(f.share), stop: "no_finish" };
+    }
+    return { firstMs };
+  };
+
+  /**
+   * A streamed answer on the clock: the first token after `firstMs`, one every `tokenMs`, then
+   * the finish event, as bent. A reader that stops before the end (its signal, a break) leaves
+   * a request that was going well recorded as a timeout: too slow for the caller.
+   */
+  async function* play(
+    signal: AbortSignal | undefined,
+    fate: Fate,
+    bent: Bend,
+    attempt: AttemptRecord,
+  ): AsyncGenerator<StreamChunk> {
+    const tokens = fate.result === "empty" ? 0 : shape.tokens;
+    let ended = false;
+    try {
+      if (fate.throw) throw fate.throw;
+      await clock.sleep(fate.hang ? Number.MAX_SAFE_INTEGER : bent.firstMs, signal);
+      // Step i is where token i goes; step `tokens` is where the finish event goes.
+      for (let i = 0; i <= tokens; i++) {
+        if (i > 0 && i < tokens) await clock.sleep(shape.tokenMs, signal);
+        if (i === bent.stallAt) await clock.sleep(bent.silentMs ?? 0, signal);
+        if (i === bent.stopAt) {
+          ended = true;
+          attempt.result = bent.stop ?? "cut";
+          if (bent.stop === "cut") throw terminated();
+          return;
+        }
+        if (i < tokens) yield { text: token(i) };
+      }
+      ended = true;
+      yield { finish: "stop", tokens };
+    } finally {
+      if (!ended && (attempt.result === "ok" || attempt.result === "empty"))
+        attempt.result = "timeout";
+      attempt.endMs = elapsed();
+    }
+  }
+
   const world: World = {
     scenario,
     clock,
@@ -188,26 +313,15 @@ export function createWorld(
       onTimeline({ atMs: elapsed(), kind, text });
     },
     async behave(request) {
+      if (streams(request.dep)) {
+        let text = "";
+        for await (const chunk of world.stream(request)) if ("text" in chunk) text += chunk.text;
+        return text;
+      }
       const { dep, call, signal, key } = request;
-      const record = calls.get(call);
-      if (!record) throw new Error(`request for unknown call "${call}"`);
-      requestsPerDependency[dep.name] = (requestsPerDependency[dep.name] ?? 0) + 1;
-      const window = faultNow(dep.name);
-      const fate = decide(request, window);
-      const attempt: AttemptRecord = {
-        dependency: dep.name,
-        atMs: elapsed(),
-        endMs: elapsed(),
-        result: fate.result,
-        usd: dep.usdPerCall,
-      };
-      record.attempts.push(attempt);
+      const { window, fate, attempt } = receive(request);
       try {
-        if (fate.throw) {
-          if (fate.result === "rate_limit")
-            attempt.throttledUntilMs = throttles.get(dep.name)?.untilMs ?? 0;
-          throw fate.throw;
-        }
+        if (fate.throw) throw fate.throw;
         const isWrite = dep.name === scenario.api.name;
         if (isWrite && (fate.result === "ok" || fate.applied)) charge(call, key);
         try {
@@ -225,6 +339,15 @@ export function createWorld(
       } finally {
         attempt.endMs = elapsed();
       }
+    },
+    stream(request) {
+      const { fate, attempt, window } = receive(request);
+      const bent = bend(request.dep, window, fate.result === "ok");
+      return play(request.signal, fate, bent, attempt);
+    },
+    whole(call, value) {
+      if (value === "") return false;
+      return !(scenario.stream && calls.get(call)?.op === "complete") || value === wholeAnswer();
     },
   };
   return { world, calls, charges, requestsPerDependency };

@@ -45,6 +45,28 @@ describe("selfheal demo (built CLI)", () => {
     expect(text.stdout).toMatch(/pages sent \(throttled per run\) +5/);
   });
 
+  it("--scenario streams: cut, stalled and late streams are answered whole from the secondary", () => {
+    const out = selfheal("demo", "--scenario", "streams", "--json");
+    expect(out.status).toBe(0);
+    const r = JSON.parse(out.stdout) as Record<string, unknown>;
+    expect(r).toMatchObject({
+      scenario: "streams",
+      user_visible_failures: 0,
+      truncated_answers: 0,
+      auto_recovery_rate: 1,
+      pages: 0,
+    });
+    expect(Object.keys(r.diagnoses as object)).toEqual(
+      expect.arrayContaining(["STREAM_FIRST_TOKEN_TIMEOUT", "STREAM_STALLED", "STREAM_TRUNCATED"]),
+    );
+    const text = selfheal("demo", "--scenario", "streams");
+    expect(text.status).toBe(0);
+    expect(text.stdout).toMatch(/truncated answers delivered as whole +0\n/);
+    expect(text.stdout).toMatch(/diagnoses +.*STREAM_STALLED \d+/);
+    expect(selfheal("demo", "--list").stdout).toMatch(/^streams +The answers stream/m);
+    expect(selfheal("demo", "--help").stdout).toMatch(/--scenario NAME +one of: .*\bstreams\b/);
+  });
+
   it("prints a timeline and a summary", () => {
     const out = selfheal("demo", "--scenario", "silent-failure");
     expect(out.status).toBe(0);
