@@ -26,3 +26,23 @@ describe("examples/quickstart.ts (against the built package, as a user runs it)"
     expect(stdout).not.toContain("sk-live");
   });
 });
+
+describe("examples/streams.ts (against the built package, as a user runs it)", () => {
+  it("a cut, a stall and a slow first token: each restarted or failed over to a whole answer", async () => {
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ["--import", "tsx", "examples/streams.ts"],
+      { timeout: 60_000 },
+    );
+    const whole = 'answer: "The refund policy allows returns within thirty days of delivery."';
+    expect(stdout.split("\n").filter((l) => l.includes(whole))).toHaveLength(3);
+    expect(stdout).toContain("recovery: STREAM_TRUNCATED -> failover_to_secondary => recovered");
+    expect(stdout).toContain("recovery: STREAM_STALLED -> failover_to_secondary => recovered");
+    expect(stdout).toContain(
+      "recovery: STREAM_FIRST_TOKEN_TIMEOUT -> failover_to_secondary => recovered",
+    );
+    expect(stdout).toMatch(
+      /shown so far: "The refund policy allows" -> restart \(discard \d+ chunks\)/,
+    );
+  }, 90_000);
+});
