@@ -96,6 +96,8 @@ describe("dashboard selfheal-overview", () => {
         "Failover cost differential per hour",
         "Breaker states",
         "Read-only periods",
+        "Time to first token (P50, P95)",
+        "Stream failures by pattern",
       ]),
     );
     expect(new Set(titles).size).toBe(titles.length);
@@ -131,7 +133,7 @@ describe("dashboard selfheal-overview", () => {
   });
 
   it("filters by $agent everywhere and by $tool wherever the metric has a tool label", () => {
-    const withTool = /selfheal_(tool_calls|tool_call_duration|incidents|recover|wasted)/;
+    const withTool = /selfheal_(tool_calls|tool_call_duration|incidents|recover|wasted|stream)/;
     for (const t of targets) {
       for (const selector of t.expr.match(/selfheal_\w+\{[^}]*\}/g) ?? []) {
         expect(selector, t.panel).toContain('agent=~"$agent"');

@@ -447,6 +447,39 @@ const ROWS: RowSpec[] = [
       },
     ],
   },
+  {
+    // Last, so the panels above keep their ids (links to a panel name it by id).
+    row: "Streams",
+    panels: [
+      {
+        title: "Time to first token (P50, P95)",
+        description:
+          "P50 and P95 of selfheal_stream_time_to_first_token_seconds: from a streamed attempt's start to its first token, per tool (sh.stream; every attempt that got a token, recovery attempts included). An attempt with no token within firstTokenMs (default 20 s) fails as STREAM_FIRST_TOKEN_TIMEOUT and is not in this histogram.",
+        type: "timeseries",
+        unit: "s",
+        targets: [0.5, 0.95].map((q) => ({
+          expr: `histogram_quantile(${q}, sum by (agent, tool, le) (${rate(`selfheal_stream_time_to_first_token_seconds_bucket{${AT}}`)}))`,
+          legend: `{{agent}} {{tool}} p${Math.round(q * 100)}`,
+        })),
+        min: 0,
+      },
+      {
+        title: "Stream failures by pattern",
+        description:
+          "Failed attempts of streamed calls per minute by pattern (selfheal_stream_failures), recovered or not: STREAM_FIRST_TOKEN_TIMEOUT (no token in time), STREAM_STALLED (silent for idleMs after a token), STREAM_TRUNCATED (cut, or a finish reason such as length), CONTENT_POLICY (a content_filter finish), and the call patterns (RATE_LIMIT, TIMEOUT, ...) of attempts that failed before their first token.",
+        type: "timeseries",
+        unit: "suffix:/min",
+        targets: [
+          {
+            expr: `sum by (pattern) (${rate(`selfheal_stream_failures_total{${AT}}`)}) * 60`,
+            legend: "{{pattern}}",
+          },
+        ],
+        stacked: true,
+        min: 0,
+      },
+    ],
+  },
 ];
 
 const datasource = { type: "prometheus", uid: "${datasource}" };

@@ -5,7 +5,8 @@
  * with `promtool tsdb create-blocks-from openmetrics`, and served by `prometheus` on 127.0.0.1
  * with alerts/*.rules.yml. Then, through its HTTP API: every dashboard query returns data, the
  * alert expressions hold where their scenario says and nowhere else, and every rule evaluates.
- * Three virtual hours take about a second.
+ * The stream metrics come from an hour of `sh.stream` calls (stream-workload.ts), added the same
+ * way. The virtual hours take a second or two.
  */
 import { execFile } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -16,9 +17,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runScenario } from "../../src/sim/run.js";
 import { SCENARIOS } from "../../src/sim/scenarios.js";
 import { LONG_RUNS, runLongRuns } from "../../src/sim/long-runs.js";
+import { PATTERNS, STREAM_PATTERNS } from "../../src/telemetry/conventions.js";
 import { buildDashboard } from "./dashboard.js";
 import { contractMetrics, resolveSeriesName } from "./metric-names.js";
 import { collectingMeterProvider, OpenMetricsWriter } from "./openmetrics.js";
+import { runStreamWorkload, STREAM_WORKLOAD } from "./stream-workload.js";
 import {
   haveBinaries,
   PROMTOOL,
@@ -72,6 +75,17 @@ beforeAll(async () => {
     const { meterProvider, collect } = collectingMeterProvider();
     await runLongRuns(LONG_RUNS_HOUR, {
       telemetry: { meterProvider },
+      onMinute: async (virtualMs) => {
+        out.add(await collect(), base + virtualMs);
+      },
+    });
+    await meterProvider.shutdown();
+  }
+  {
+    // Streamed calls: time to first token, and stream failures of each STREAM_* pattern.
+    const { meterProvider, collect } = collectingMeterProvider();
+    await runStreamWorkload({
+      meterProvider,
       onMinute: async (virtualMs) => {
         out.add(await collect(), base + virtualMs);
       },
@@ -162,7 +176,7 @@ describe.skipIf(!available)("a real Prometheus on the simulator's metrics", () =
         "selfheal_health_status",
       ]),
     );
-    // Every instrument selfheal has shows up in these three scenarios.
+    // Every instrument selfheal has shows up in these runs.
     const instruments = [...contract].filter(([, kind]) => kind !== undefined).map(([m]) => m);
     expect([...metrics].sort()).toEqual(instruments.sort());
   });
@@ -171,11 +185,11 @@ describe.skipIf(!available)("a real Prometheus on the simulator's metrics", () =
     const agents = await prometheus.get<string[]>(
       "/api/v1/label/agent/values?match[]=selfheal_tool_calls_total",
     );
-    expect(agents.sort()).toEqual(SCENARIO_NAMES.map(agentOf).sort());
+    expect(agents.sort()).toEqual([...SCENARIO_NAMES.map(agentOf), STREAM_WORKLOAD.agent].sort());
     const tools = await prometheus.get<string[]>(
       `/api/v1/label/tool/values?match[]=${encodeURIComponent('selfheal_tool_calls_total{agent=~".*"}')}`,
     );
-    expect(tools.sort()).toEqual(["charge", "complete"]);
+    expect(tools.sort()).toEqual(["charge", "chat", "complete"]);
   });
 
   const dashboard = buildDashboard() as {
@@ -193,6 +207,9 @@ describe.skipIf(!available)("a real Prometheus on the simulator's metrics", () =
   const NO_VALUES_IN_SIMULATOR = new Set(["Task completion"]);
   /** Panels of long runs: an agent with tool calls only has none. */
   const WATCHDOG_PANELS = new Set(["Watchdog verdicts per hour", "Watchdog tiers per hour"]);
+  /** Panels of streamed calls: a tool that does not stream has none. */
+  const STREAM_PANELS = new Set(["Time to first token (P50, P95)", "Stream failures by pattern"]);
+  const OTHER_KIND = new Set([...WATCHDOG_PANELS, ...STREAM_PANELS]);
 
   it.each([
     ["All", ".*", ".*"],
@@ -209,7 +226,7 @@ describe.skipIf(!available)("a real Prometheus on the simulator's metrics", () =
           endMs,
           60,
         );
-        if (result.length === 0 && !(agent !== ".*" && WATCHDOG_PANELS.has(t.panel)))
+        if (result.length === 0 && !(agent !== ".*" && OTHER_KIND.has(t.panel)))
           empty.push(`${t.panel} [${t.refId}]`);
         const finite = result.some((s) => (s.values ?? []).some(([, v]) => Number.isFinite(+v)));
         if (result.length > 0 && !finite && !NO_VALUES_IN_SIMULATOR.has(t.panel))
@@ -219,6 +236,46 @@ describe.skipIf(!available)("a real Prometheus on the simulator's metrics", () =
       expect(noValues).toEqual([]);
     },
   );
+
+  it("answers the stream panels for the streamed tool alone", async () => {
+    const stream = targets.filter((t) => STREAM_PANELS.has(t.panel));
+    expect(stream).toHaveLength(3); // P50 and P95, failures
+    for (const t of stream) {
+      const result = await prometheus.queryRange(
+        substitute(t.expr, STREAM_WORKLOAD.agent, STREAM_WORKLOAD.tool),
+        startMs,
+        endMs,
+        60,
+      );
+      const values = result.flatMap((s) => (s.values ?? []).map(([, v]) => +v));
+      expect(values.filter(Number.isFinite).length, `${t.panel} [${t.refId}]`).toBeGreaterThan(0);
+    }
+  });
+
+  it("shows the stream workload as played: its routes' first tokens, each STREAM_* spell", async () => {
+    const selector = `agent="${STREAM_WORKLOAD.agent}",tool="${STREAM_WORKLOAD.tool}"`;
+    const hourEnd = startMs + 60 * MINUTE;
+    // The fake routes' first tokens come in 0.2 to 2.5 s, most under a second.
+    const [median] = await prometheus.query(
+      `histogram_quantile(0.5, sum by (le) (rate(selfheal_stream_time_to_first_token_seconds_bucket{${selector}}[1h])))`,
+      hourEnd,
+    );
+    expect(+(median?.value?.[1] ?? NaN)).toBeGreaterThan(0.2);
+    expect(+(median?.value?.[1] ?? NaN)).toBeLessThan(2.5);
+    // One spell per STREAM_* pattern; every pattern's series is there from the start, at 0.
+    const byPattern = await prometheus.query(
+      `sum by (pattern) (increase(selfheal_stream_failures_total{${selector}}[1h]))`,
+      hourEnd,
+    );
+    const failures = Object.fromEntries(
+      byPattern.map((s) => [s.metric.pattern ?? "", +(s.value?.[1] ?? NaN)]),
+    );
+    expect(Object.keys(failures).sort()).toEqual([...PATTERNS].sort());
+    for (const p of PATTERNS) {
+      if (STREAM_PATTERNS.includes(p)) expect(failures[p], p).toBeGreaterThan(10);
+      else expect(failures[p], p).toBe(0);
+    }
+  });
 
   const alerts = alertingRules();
   const drift = alerts.find((a) => a.alert === "SelfhealUnknownDiagnosesHigh");
@@ -239,7 +296,7 @@ describe.skipIf(!available)("a real Prometheus on the simulator's metrics", () =
     const fired: Record<string, string[]> = {};
     for (const alert of alerts) {
       const samples = await prometheus.queryRange(inlineRecordings(alert.expr), startMs, endMs, 60);
-      for (const name of [...SCENARIO_NAMES, LONG_RUNS.name]) {
+      for (const name of [...SCENARIO_NAMES, LONG_RUNS.name, STREAM_WORKLOAD.name]) {
         const minutes = minutesOf(samples, { agent: agentOf(name) });
         // Prometheus fires once the expression has held at every evaluation for `for`.
         if (minutes.length > 0 && longestRun(minutes) >= forMinutes(alert.for) + 1)
@@ -255,6 +312,7 @@ describe.skipIf(!available)("a real Prometheus on the simulator's metrics", () =
       "bad-request-storm": ["SelfhealAutoRecoveryBurnSlow", "SelfhealEscalationsHigh"],
       // One run of forty crash-loops: rotations hit the restart intensity.
       "long-runs": ["SelfhealWatchdogGaveUp"],
+      // Every failed stream attempt is recovered on the backup route: no alert.
     });
   });
 
