@@ -76,7 +76,8 @@ const MAX_EVENT_CHARS = 1024 * 1024;
  * whole). Check `response.ok` first: `if (!res.ok) throw await HttpResponseError.from(res)`.
  */
 export async function* sseChunks(response: Response): AsyncGenerator<ChatCompletionChunk> {
-  if (!response.body) throw new TypeError("selfheal: sseChunks(response): the response has no body");
+  if (!response.body)
+    throw new TypeError("selfheal: sseChunks(response): the response has no body");
   const events = response.body
     .pipeThrough(new TextDecoderStream())
     .pipeThrough(new EventSourceParserStream({ maxBufferSize: MAX_EVENT_CHARS }))

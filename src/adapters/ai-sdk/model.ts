@@ -108,9 +108,7 @@ function middleware(
     wrapGenerate: ({ params, model }) => {
       const { generate } = registrationFor(model);
       const call = new ModelCall(params, model, fallbacks);
-      return inFrameworkSpan(options.spans, MODEL_SPANS, () =>
-        generate(call, callOptions(params)),
-      );
+      return inFrameworkSpan(options.spans, MODEL_SPANS, () => generate(call, callOptions(params)));
     },
     wrapStream: async ({ params, model }) => {
       const { stream } = registrationFor(model);

@@ -1,12 +1,6 @@
 import { SPAN_MODES } from "../../engine/options/tool.js";
 import { SelfHealConfigError } from "../../errors.js";
-import type {
-  Plans,
-  StreamMode,
-  StreamRestart,
-  ToolOptions,
-  ToolSpanMode,
-} from "../../index.js";
+import type { Plans, StreamMode, StreamRestart, ToolOptions, ToolSpanMode } from "../../index.js";
 import {
   knownKeys,
   object,

@@ -80,8 +80,7 @@ export function toReadableStream(
   return new ReadableStream<StreamPart>({
     pull: async (controller) => {
       for (;;) {
-        const step: IteratorResult<StreamPart | StreamRestart> =
-          pending ?? (await iterator.next());
+        const step: IteratorResult<StreamPart | StreamRestart> = pending ?? (await iterator.next());
         pending = undefined;
         if (step.done) {
           controller.close();
