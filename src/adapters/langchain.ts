@@ -7,7 +7,10 @@
  *
  * Each tool call becomes a call of a selfheal tool of the same name, each model call a call of
  * one `llm` tool (`model`): spans, health, diagnosis, recovery, read-only mode. Tools not
- * declared read-only are writes, refused while the agent is critical.
+ * declared read-only are writes, refused while the agent is critical. A model call that streams
+ * (`agent.stream` with streamMode `messages`, `streamEvents`) is bounded by its time to first
+ * token and idle gaps and checked for completion; `model.afterFirstToken` says what a failure
+ * after its first token does. `healChatModelStream` heals a chat model's own `stream()`.
  */
 import { createMiddleware, type AgentMiddleware } from "langchain";
 import type { SelfHealing } from "../index.js";
@@ -21,10 +24,24 @@ import {
 import { ToolCalls, toolOptions, type ToolAnswer } from "./langchain/tool-calls.js";
 
 export { healTool } from "./langchain/plain-tool.js";
+export {
+  DEFAULT_STREAM_NAME,
+  healChatModelStream,
+  type ChatModelStreamCallOptions,
+  type HealedChatModelStream,
+} from "./langchain/chat-model-stream.js";
+export {
+  isModelStreamRestart,
+  STREAM_RESTART_EVENT,
+  type ModelStreamRestart,
+} from "./langchain/stream-restart.js";
+export type { StreamCompletion } from "./langchain/stream-format.js";
 export type {
+  HealChatModelStreamOptions,
   HealToolOptions,
   LangChainFallback,
   LangChainModelOptions,
+  LangChainStreamSettings,
   LangChainToolSettings,
   OnToolFailure,
   SelfHealingMiddlewareOptions,
@@ -42,7 +59,10 @@ const MIDDLEWARE_NAME = "selfHealingMiddleware";
  * A tool call selfheal could not heal (a refused write, an escalation, the tool's error after
  * recovery) becomes an error ToolMessage by default (`onFailure`), as LangChain shows tool
  * errors to the model; a model call that fails is thrown, and `agent.invoke` rejects with
- * LangChain's `MiddlewareError` whose `cause` is selfheal's error.
+ * LangChain's `MiddlewareError` whose `cause` is selfheal's error (a StreamInterruptedError when
+ * part of a streamed answer had reached the caller). Under `afterFirstToken: "restart"` the
+ * discard signal (`ModelStreamRestart`) precedes a new answer: a `custom` chunk of `agent.stream`
+ * (include `custom` in `streamMode`) and an `on_custom_event` of `streamEvents`.
  */
 export function selfHealingMiddleware(
   sh: SelfHealing,

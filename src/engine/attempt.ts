@@ -1,4 +1,6 @@
 import { context } from "@opentelemetry/api";
+import type { Clock } from "../clock.js";
+import type { ToolMetricLabels } from "../telemetry/metrics.js";
 import { EmptyResponseError, ToolTimeoutError } from "../errors.js";
 import { EXPIRE, type Deadline, type Expiring } from "../deadline.js";
 import { attemptCost } from "../recovery/providers.js";
@@ -34,11 +36,18 @@ class RunningAttempt<R> extends AttemptContext implements Expiring {
   #onAbort: (() => void) | undefined;
   readonly #engine: Engine;
   readonly #tool: string;
+  readonly #labels: ToolMetricLabels;
   readonly #signal: AbortSignal | undefined;
   readonly #sink: AttemptSink<R>;
   readonly #call: CallState;
 
-  constructor(engine: Engine, tool: string, c: CallState, spec: AttemptSpec, sink: AttemptSink<R>) {
+  constructor(
+    engine: Engine,
+    tool: ToolRuntime<unknown, R>,
+    c: CallState,
+    spec: AttemptSpec,
+    sink: AttemptSink<R>,
+  ) {
     super(
       spec.timeoutMs,
       spec.provider,
@@ -52,14 +61,26 @@ class RunningAttempt<R> extends AttemptContext implements Expiring {
         : engine.options.recovery.providers.get(spec.provider),
     );
     this.#engine = engine;
-    this.#tool = tool;
+    this.#tool = tool.name;
+    this.#labels = tool.labels;
     this.#signal = c.call.signal;
     this.#sink = sink;
     this.#call = c;
   }
 
-  override commit(): void {
+  get clock(): Clock {
+    return this.#engine.options.clock;
+  }
+
+  commit(): void {
     this.#call.committed = true;
+  }
+
+  firstToken(ms: number): void {
+    const { metrics } = this.#engine;
+    // A tool that streams only sometimes (a framework's model calls) gets its series then.
+    if (!this.#labels.stream) metrics.registerStream(this.#labels);
+    metrics.streamFirstToken(this.#labels, ms);
   }
 
   start<A>(fn: ToolRuntime<A, R>["fn"], args: A, spec: AttemptSpec, now: number): void {
@@ -124,7 +145,12 @@ export function startAttempt<A, R>(
   now: number,
   sink: AttemptSink<R>,
 ): void {
-  new RunningAttempt(engine, tool.name, c, spec, sink).start(tool.fn, args, spec, now);
+  new RunningAttempt(engine, tool as ToolRuntime<unknown, R>, c, spec, sink).start(
+    tool.fn,
+    args,
+    spec,
+    now,
+  );
 }
 
 /** A user `isEmpty` that throws must not turn a good answer into a failure: count it as an answer. */

@@ -1,3 +1,4 @@
+import type { Clock } from "../clock.js";
 import type { ProviderConfig, Usage } from "../recovery/providers.js";
 
 /** Whether the agent may write: `read-only` while health is critical. */
@@ -30,10 +31,17 @@ export interface CallContext {
 
 /** What selfheal's own layers (streams) may do to an attempt beyond what a tool sees. */
 export interface AttemptControl extends CallContext {
+  /** The engine's clock: a stream's limits run on it. */
+  readonly clock: Clock;
   /** Ends the attempt's work: its signal is aborted with `reason`. */
   abort(reason: unknown): void;
   /** Part of the answer reached the caller: nothing may resend the call. */
   commit(): void;
+  /**
+   * A streamed attempt's first token came `ms` after it started: the stream metrics count it
+   * (time to first token, and the tool's failures by pattern from then on).
+   */
+  firstToken(ms: number): void;
 }
 
 /**
@@ -41,7 +49,7 @@ export interface AttemptControl extends CallContext {
  * `signal` (an AbortController costs about a microsecond): a deadline or an abort before then is
  * kept and handed to the controller when it is made.
  */
-export class AttemptContext implements AttemptControl {
+export abstract class AttemptContext implements AttemptControl {
   constructor(
     readonly timeoutMs: number | undefined,
     readonly provider: string | undefined,
@@ -76,11 +84,9 @@ export class AttemptContext implements AttemptControl {
     this.controller?.abort(reason);
   }
 
-  /**
-   * Part of this attempt's answer reached the caller (a stream's first token): recovery may not
-   * send the call again, whatever its plan. Used by streams; the attempt in flight implements it.
-   */
-  commit(): void {}
+  abstract readonly clock: Clock;
+  abstract commit(): void;
+  abstract firstToken(ms: number): void;
 
   reportCost(usd: number): void {
     if (Number.isFinite(usd) && usd >= 0) this.reportedUsd = (this.reportedUsd ?? 0) + usd;

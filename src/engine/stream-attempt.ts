@@ -30,7 +30,6 @@ export interface StreamSink<C> {
   /** The attempt hands its first chunks over (at its first token, or at its end). */
   begin(ctx: AttemptControl): void;
   push(chunk: C): void;
-  firstToken(ms: number): void;
 }
 
 /**
@@ -62,14 +61,16 @@ export class StreamAttempt<C> {
     this.#fail(this.ctx.signal.reason, false);
   };
 
+  private readonly clock: Clock;
+
   constructor(
     private readonly tool: string,
     private readonly limits: ResolvedStreamLimits<C>,
-    private readonly clock: Clock,
     private readonly ctx: AttemptControl,
     private readonly sink: StreamSink<C>,
   ) {
-    this.#started = this.#lastAt = clock.now();
+    this.clock = ctx.clock;
+    this.#started = this.#lastAt = this.clock.now();
   }
 
   run(open: () => AsyncIterable<C> | Promise<AsyncIterable<C>>): Promise<StreamAnswer<C>> {
@@ -143,7 +144,7 @@ export class StreamAttempt<C> {
   #firstToken(): void {
     const at = this.#lastAt;
     this.#firstTokenAt = at;
-    this.sink.firstToken(at - this.#started);
+    this.ctx.firstToken(at - this.#started);
     this.#cancelTimer?.();
     this.#arm(this.limits.idleMs);
     if (this.sink.buffering) return;

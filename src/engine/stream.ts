@@ -14,7 +14,6 @@ import {
   ATTR_STREAM_RESTARTS,
   type StreamMode,
 } from "../telemetry/conventions.js";
-import type { ToolMetricLabels } from "../telemetry/metrics.js";
 import type { AttemptControl, CallContext } from "./call-context.js";
 import type { Engine } from "./engine.js";
 import { validateCallOptions, type CallOptions, type ToolOptions } from "./options.js";
@@ -77,8 +76,6 @@ class StreamCall<A, C> implements StreamSink<C> {
     readonly args: A,
     private readonly name: string,
     private readonly limits: ResolvedStreamLimits<C>,
-    private readonly engine: Engine,
-    private readonly labels: ToolMetricLabels,
   ) {
     this.buffering = limits.mode === "buffer";
     this.channel = new StreamChannel((reason) => {
@@ -123,10 +120,6 @@ class StreamCall<A, C> implements StreamSink<C> {
 
   push(chunk: C): void {
     this.channel.push(chunk);
-  }
-
-  firstToken(ms: number): void {
-    this.engine.metrics.streamFirstToken(this.labels, ms);
   }
 
   /** The call answered: chunks still held go to the reader, then its end. */
@@ -211,9 +204,8 @@ export function instrumentStream<A, C, M extends StreamMode>(
   limits: ResolvedStreamLimits<C>,
   fn: StreamFunction<A, C>,
 ): HealedStreamFunction<A, C, M> {
-  const { clock } = engine.options;
   const attempt = (call: StreamCall<A, C>, ctx: CallContext): Promise<StreamAnswer<C>> =>
-    new StreamAttempt(name, limits, clock, ctx as AttemptControl, call)
+    new StreamAttempt(name, limits, ctx as AttemptControl, call)
       .run(() => fn(call.args, ctx))
       .catch((error: unknown) => {
         call.lastFailure = error;
@@ -235,7 +227,7 @@ export function instrumentStream<A, C, M extends StreamMode>(
   engine.metrics.registerStream(runtime.labels);
   const wrapped = wrapRuntime(engine, runtime);
   return (args, callOptions) => {
-    const call = new StreamCall(args, name, limits, engine, runtime.labels);
+    const call = new StreamCall(args, name, limits);
     try {
       const checked = validateCallOptions(name, callOptions);
       call.link(checked.signal);

@@ -19,6 +19,11 @@ export interface FakeProvider {
   /** Of those, requests whose body asked `"stream": true`. */
   readonly streamed: number;
   /**
+   * Streams that went silent in a `stream_stall` (counted once the tokens before the silence
+   * were written): a test waits on it before it lets a client's idle limit pass.
+   */
+  readonly stalled: number;
+  /**
    * The parsed JSON body of each request on /v1/chat/completions, in arrival order (refused
    * ones included; a body that is not JSON is not recorded), to assert what a client sent.
    */
@@ -179,6 +184,8 @@ interface StreamPlan {
   includeUsage: boolean;
   tokenIntervalMs: number;
   wait: Wait;
+  /** The stream went silent (a stall). */
+  onStall: () => void;
 }
 
 function chunk(delta: Record<string, string>, finishReason: string | null, includeUsage: boolean) {
@@ -195,7 +202,7 @@ function chunk(delta: Record<string, string>, finishReason: string | null, inclu
 
 /** Streams an answer as OpenAI's SSE, bent by a stream fault if one applies. */
 async function streamAnswer(res: ServerResponse, plan: StreamPlan): Promise<void> {
-  const { tokens, fault, includeUsage, tokenIntervalMs, wait } = plan;
+  const { tokens, fault, includeUsage, tokenIntervalMs, wait, onStall } = plan;
   let flushed = Promise.resolve();
   const send = (event: string) => {
     flushed = new Promise((resolve) => {
@@ -235,6 +242,8 @@ async function streamAnswer(res: ServerResponse, plan: StreamPlan): Promise<void
       return;
     }
     if (i === stopAt && kind === "stream_stall") {
+      await flushed;
+      onStall();
       if (!(await wait(res, fault?.silentMs ?? DEFAULTS.stallSilentMs))) return;
     }
     if (i === malformedAt) send(MALFORMED_EVENT);
@@ -291,6 +300,7 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
   const bodies: Record<string, unknown>[] = [];
   let requests = 0;
   let streamed = 0;
+  let stalled = 0;
 
   const wait = waiter(waits);
 
@@ -316,6 +326,9 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
           includeUsage: wantsUsage(body),
           tokenIntervalMs,
           wait,
+          onStall: () => {
+            stalled++;
+          },
         });
       else json(res, 200, completion(fault?.kind === "empty" ? "" : reply));
     };
@@ -393,6 +406,9 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
     },
     get streamed() {
       return streamed;
+    },
+    get stalled() {
+      return stalled;
     },
     bodies,
     close: () =>

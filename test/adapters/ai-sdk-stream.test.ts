@@ -9,9 +9,10 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import { streamText } from "ai";
+import { streamText, wrapLanguageModel } from "ai";
 import { afterEach, describe, expect, it } from "vitest";
 import { healModel } from "../../src/adapters/ai-sdk.js";
+import type { StreamPart } from "../../src/adapters/ai-sdk/types.js";
 import {
   createSelfHealing,
   isStreamInterruptedError,
@@ -21,6 +22,7 @@ import {
   type ToolCallEvent,
 } from "../../src/index.js";
 import { startFakeProvider, VirtualClock, type FakeProvider } from "../../src/testing/index.js";
+import { eventually } from "../helpers/otlp.js";
 
 const WORDS = 12;
 const ANSWER = Array.from({ length: WORDS }, (_, i) => `w${i + 1}`).join(" ");
@@ -32,11 +34,6 @@ const open: { close(): Promise<void> }[] = [];
 afterEach(async () => {
   await Promise.all(open.splice(0).map((o) => o.close()));
 });
-
-async function until(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 1_000 && !condition(); i++) await new Promise((r) => setTimeout(r, 10));
-  if (!condition()) throw new Error(`timed out waiting for ${what}`);
-}
 
 async function routes(arm: (primary: FakeProvider) => void) {
   const primary = await startFakeProvider({ reply: ANSWER, tokenIntervalMs: 1 });
@@ -75,8 +72,26 @@ function healed(
       baseURL: servers[route].url,
       apiKey: "sk-fake",
     }).chatModel(`${route}-model`);
+  // Text parts the primary handed to selfheal: a test lets a limit pass only once they did.
+  const received = { text: 0 };
+  const counted = wrapLanguageModel({
+    model: model("primary"),
+    middleware: {
+      specificationVersion: "v3",
+      wrapStream: async ({ doStream }) => {
+        const result = await doStream();
+        const count = new TransformStream<StreamPart, StreamPart>({
+          transform(part, controller) {
+            if (part.type === "text-delta") received.text++;
+            controller.enqueue(part);
+          },
+        });
+        return { ...result, stream: result.stream.pipeThrough(count) };
+      },
+    },
+  });
   const restarts: number[] = [];
-  const chat = healModel(sh, model("primary"), {
+  const chat = healModel(sh, counted, {
     provider: "primary",
     ...(fallback && { fallback: { provider: "fallback", model: model("fallback") } }),
     firstTokenMs: LIMIT_MS,
@@ -84,7 +99,7 @@ function healed(
     afterFirstToken: mode,
     onRestart: (r) => restarts.push(r.discard),
   });
-  return { sh, clock, calls, chat, restarts };
+  return { sh, clock, calls, chat, restarts, received };
 }
 
 /** Reads fullStream as a UI would: text, restart markers (raw parts), error parts. */
@@ -134,7 +149,7 @@ describe("AI SDK streams through healModel, over real SSE", () => {
       );
       const { clock, calls, chat } = healed(servers, mode);
       const { seen, done } = consume(chat);
-      await until(() => servers.primary.requests === 1, "the primary's request");
+      await eventually(() => servers.primary.requests === 1, "the primary's request");
       await clock.advance(LIMIT_MS);
       await done;
       expect(seen).toMatchObject({ text: ANSWER, restarts: 0, errors: [] });
@@ -147,12 +162,14 @@ describe("AI SDK streams through healModel, over real SSE", () => {
         const servers = await routes((p) =>
           p.injector.inject(fault, { first: 1 }, { afterTokens: 5, silentMs: NEVER_MS }),
         );
-        const { clock, calls, chat, restarts } = healed(servers, mode);
+        const { clock, calls, chat, restarts, received } = healed(servers, mode);
         const { seen, done } = consume(chat);
         if (fault === "stream_stall") {
-          // buffer shows nothing until the end: wait on the server having sent the five.
-          await until(() => servers.primary.requests === 1, "the primary's request");
-          await new Promise((r) => setTimeout(r, 100));
+          // The five tokens are out and the server is silent: only then may the idle limit pass.
+          await eventually(
+            () => servers.primary.stalled === 1 && received.text === 5,
+            "the primary's five tokens, then its stall",
+          );
           await clock.advance(LIMIT_MS);
         }
         await done;

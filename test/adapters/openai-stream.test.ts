@@ -24,6 +24,7 @@ import {
   type ToolCallEvent,
 } from "../../src/index.js";
 import { startFakeProvider, VirtualClock, type FakeProvider } from "../../src/testing/index.js";
+import { eventually } from "../helpers/otlp.js";
 
 const ANSWER = Array.from({ length: 12 }, (_, i) => `w${i + 1}`).join(" ");
 const FIRST_FIVE = ANSWER.split(" ").slice(0, 5).join(" ");
@@ -35,11 +36,6 @@ const open: { close(): Promise<void> }[] = [];
 afterEach(async () => {
   await Promise.all(open.splice(0).map((o) => o.close()));
 });
-
-async function until(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 1_000 && !condition(); i++) await new Promise((r) => setTimeout(r, 10));
-  if (!condition()) throw new Error(`timed out waiting for ${what}`);
-}
 
 type Open = (
   servers: Record<Route, FakeProvider>,
@@ -90,6 +86,15 @@ async function setup(client: Open, mode: StreamMode, arm: (primary: FakeProvider
     recovery: { providers: [{ name: "primary" }, { name: "fallback" }], random: () => 0 },
   });
   open.push(sh);
+  // Chunks each route's stream handed to selfheal: a test lets a limit pass only once they did.
+  const received = { primary: 0, fallback: 0 };
+  const stream = client({ primary, fallback });
+  async function* counted(prompt: string, ctx: CallContext) {
+    for await (const chunk of await stream(prompt, ctx)) {
+      received[ctx.provider as Route]++;
+      yield chunk;
+    }
+  }
   const calls: ToolCallEvent[] = [];
   sh.on("tool-call", (e) => calls.push(e));
   const answer = sh.stream(
@@ -102,9 +107,9 @@ async function setup(client: Open, mode: StreamMode, arm: (primary: FakeProvider
       idleMs: LIMIT_MS,
       afterFirstToken: mode,
     },
-    client({ primary, fallback }),
+    counted,
   );
-  return { primary, fallback, clock, calls, answer };
+  return { primary, fallback, clock, calls, answer, received };
 }
 
 /** Reads the stream as a UI would: text, dropped at a restart marker; the error it ends with. */
@@ -133,7 +138,7 @@ for (const [name, client] of Object.entries(CLIENTS)) {
           p.injector.inject("slow_first_token", { first: 1 }, { delayMs: NEVER_MS }),
         );
         const { seen, done } = read(s.answer("hi"));
-        await until(() => s.primary.requests === 1, "the primary's request");
+        await eventually(() => s.primary.requests === 1, "the primary's request");
         await s.clock.advance(LIMIT_MS);
         await done;
         expect(seen).toMatchObject({ text: ANSWER, restarts: 0, error: undefined });
@@ -152,8 +157,11 @@ for (const [name, client] of Object.entries(CLIENTS)) {
           const stream = s.answer("hi");
           const { seen, done } = read(stream);
           if (fault === "stream_stall") {
-            await until(() => s.primary.requests === 1, "the primary's request");
-            await new Promise((r) => setTimeout(r, 100));
+            // The five tokens are out and the server is silent: only then may the idle limit pass.
+            await eventually(
+              () => s.primary.stalled === 1 && s.received.primary === 6,
+              "the primary's role chunk and five tokens, then its stall",
+            );
             await s.clock.advance(LIMIT_MS);
           }
           await done;

@@ -1,14 +1,19 @@
 import { AIMessage, type UsageMetadata } from "@langchain/core/messages";
-import { initChatModel, type ModelRequest, type WrapModelCallHandler } from "langchain";
+import type { ChatGenerationChunk } from "@langchain/core/outputs";
+import type { WrapModelCallHandler } from "langchain";
+import type { ResolvedStreamLimits } from "../../engine/options/stream.js";
 import type { CallContext, SelfHealing, ToolOptions, WrappedTool } from "../../index.js";
 import { Invocation, isControlFlow, passing, settled, type Outcome } from "./invocation.js";
+import { ModelRoutes } from "./model-routes.js";
+import { ModelStream, streamLimits, type AttemptTap } from "./model-stream.js";
 import type { LangChainModelOptions } from "./options.js";
 import { registeredTool } from "./registry.js";
+import { generationChunkFormat } from "./stream-format.js";
+import { tappedModel } from "./tapped-model.js";
 
 /** What a model call answers: an AIMessage (or LangChain's own structured-output record). */
 export type ModelAnswer = Awaited<ReturnType<WrapModelCallHandler>>;
 type HandlerRequest = Parameters<WrapModelCallHandler>[0];
-type Model = ModelRequest["model"];
 
 /** The selfheal tool name of model calls unless `model.name` says otherwise. */
 export const DEFAULT_MODEL_TOOL = "model";
@@ -39,53 +44,49 @@ function isSilentBlock(block: unknown): boolean {
 /** The middleware's model side: each model call through one selfheal `llm` tool. */
 export class ModelCalls {
   private readonly tool: WrappedTool<Invocation<ModelAnswer>, Outcome<ModelAnswer>>;
-  private readonly fallbacks = new Map<string, Model | string>();
-  private readonly resolved = new Map<string, Promise<Model>>();
-  private readonly primary: string | undefined;
+  private readonly routes: ModelRoutes;
+  private readonly name: string;
+  private readonly limits: ResolvedStreamLimits<ChatGenerationChunk>;
 
   constructor(sh: SelfHealing, options: LangChainModelOptions) {
-    this.primary = options.provider;
-    for (const f of options.fallbacks ?? []) this.fallbacks.set(f.provider, f.model);
-    this.tool = registeredTool(sh, options.name ?? DEFAULT_MODEL_TOOL, modelToolOptions(options));
+    this.routes = new ModelRoutes(options.provider, options.fallbacks);
+    this.name = options.name ?? DEFAULT_MODEL_TOOL;
+    this.tool = registeredTool(sh, this.name, modelToolOptions(options));
+    this.limits = streamLimits(options, generationChunkFormat(options.completion ?? "finish"));
   }
 
   async wrap(request: HandlerRequest, handler: WrapModelCallHandler): Promise<ModelAnswer> {
+    const stream = new ModelStream(this.name, this.limits, request.runtime.writer);
     const invocation = new Invocation(
       { messages: request.messages.length, tools: request.tools.length },
-      (ctx) => passing(() => this.attempt(request, handler, ctx), isControlFlow),
+      (ctx) => passing(() => this.attempt(request, handler, ctx, stream.tap(ctx)), isControlFlow),
     );
     const signal = request.runtime.signal;
-    return settled(await this.tool(invocation, signal ? { signal } : undefined));
+    try {
+      return settled(await this.tool(invocation, signal ? { signal } : undefined));
+    } catch (error) {
+      throw isControlFlow(error) ? error : stream.failure(error, signal?.aborted === true);
+    }
   }
 
   private async attempt(
     request: HandlerRequest,
     handler: WrapModelCallHandler,
     ctx: CallContext,
+    tap: AttemptTap,
   ): Promise<ModelAnswer> {
+    const model = await this.routes.modelFor(ctx.provider, request.model);
     const answer = await handler({
       ...request,
-      model: await this.modelFor(ctx.provider, request.model),
+      // The model's streams are read through the tap, its requests follow the attempt's signal.
+      model: tappedModel(model, tap),
       // As LangChain's modelRetryMiddleware does: the client's own retries would hide each
       // failure from the diagnosis (and retry a 401 or a spent quota blindly on some clients).
       modelSettings: { maxRetries: 0, ...request.modelSettings },
     });
+    tap.verify(answer);
     reportUsage(answer, ctx);
     return answer;
-  }
-
-  /** The model of a route: the agent's own on the primary, else that provider's fallback. */
-  private async modelFor(provider: string | undefined, own: Model): Promise<Model> {
-    const fallback = provider === this.primary ? undefined : this.fallbacks.get(provider ?? "");
-    if (fallback === undefined) return own;
-    if (typeof fallback !== "string") return fallback;
-    let model = this.resolved.get(fallback);
-    if (!model) {
-      // Made once, on first use: a string names a model for initChatModel, as in modelFallbackMiddleware.
-      model = initChatModel(fallback) as Promise<Model>;
-      this.resolved.set(fallback, model);
-    }
-    return model;
   }
 }
 

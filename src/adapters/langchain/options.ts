@@ -4,7 +4,9 @@ import type { ModelRequest, ToolCallRequest } from "langchain";
 import { SelfHealConfigError } from "../../errors.js";
 import {
   knownKeys,
+  ms,
   nonEmptyString,
+  numbers,
   object,
   optionalChoice,
   optionalFunction,
@@ -12,7 +14,9 @@ import {
   optionalObject,
   show,
 } from "../../engine/options/validate.js";
-import type { Plans, SelfHealing, ToolSpanMode } from "../../index.js";
+import type { Plans, SelfHealing, StreamMode, ToolSpanMode } from "../../index.js";
+import { STREAM_MODES } from "../../telemetry/conventions.js";
+import { STREAM_COMPLETIONS, type StreamCompletion } from "./stream-format.js";
 
 /** The arguments of a LangChain tool call (`toolCall.args`). */
 export type ToolArgs = Record<string, unknown>;
@@ -43,8 +47,31 @@ export interface LangChainFallback {
   model: ModelRequest["model"] | string;
 }
 
+/**
+ * How a streamed model answer is bounded and checked, and what a failure after its first token
+ * does. A model call streams when the agent is streamed (`agent.stream` with streamMode
+ * `messages`, `streamEvents`) or when the model streams on its own (`streaming: true`).
+ */
+export interface LangChainStreamSettings<M extends StreamMode = StreamMode> {
+  /** A streamed attempt with no token this long after it started fails (STREAM_FIRST_TOKEN_TIMEOUT). 20 000. */
+  firstTokenMs?: number;
+  /** A streamed attempt silent this long after a chunk, once a token came, fails (STREAM_STALLED). 15 000. */
+  idleMs?: number;
+  /**
+   * What a failure after the first token does: `fail` (default) throws a StreamInterruptedError
+   * saying how many chunks reached the caller; `restart` runs the model call again (next route
+   * first) and sends the discard signal before the new answer's first token; `buffer` holds the
+   * tokens back until the answer is complete, so any failure is retried or failed over unseen.
+   */
+  afterFirstToken?: M;
+  /** Finish reasons that mean the answer is incomplete. `length`, `content_filter`, `content-filter`, `error`. */
+  failOnFinish?: readonly string[];
+  /** `finish` (default): complete only once a finish reason came; `end`: when the stream ends. */
+  completion?: StreamCompletion;
+}
+
 /** How the agent's model calls are healed. */
-export interface LangChainModelOptions {
+export interface LangChainModelOptions extends LangChainStreamSettings {
   /** The selfheal tool name of the model calls: health scope, breaker, metric label. `model`. */
   name?: string;
   /**
@@ -92,6 +119,22 @@ export interface SelfHealingMiddlewareOptions {
   spans?: ToolSpanMode;
 }
 
+/** Options of `healChatModelStream`: the model's routes, the call's limits, the stream's settings. */
+export interface HealChatModelStreamOptions<
+  M extends StreamMode = StreamMode,
+> extends LangChainStreamSettings<M> {
+  /** The selfheal stream's name: health scope, breaker, metric label. `model.stream`. */
+  name?: string;
+  /** Provider of the model (`gen_ai.provider.name`); required with `fallbacks`. */
+  provider?: string;
+  /** Models to fail over to, in order; each provider declared in `recovery.providers`. */
+  fallbacks?: readonly LangChainFallback[];
+  /** Bounds each whole attempt, ms (by default the stream's limits and the deadline do). */
+  timeoutMs?: number;
+  deadlineMs?: number;
+  plans?: Plans;
+}
+
 export interface HealToolOptions extends LangChainToolSettings {
   /** Required: whether the tool only reads. Writes are refused while the agent is critical. */
   readOnly: boolean;
@@ -108,6 +151,13 @@ const SETTINGS_KEYS = [
   "provider",
   "type",
 ] as const satisfies readonly (keyof LangChainToolSettings)[];
+const STREAM_KEYS = [
+  "firstTokenMs",
+  "idleMs",
+  "afterFirstToken",
+  "failOnFinish",
+  "completion",
+] as const satisfies readonly (keyof LangChainStreamSettings)[];
 const MODEL_KEYS = [
   "name",
   "provider",
@@ -115,7 +165,9 @@ const MODEL_KEYS = [
   "timeoutMs",
   "deadlineMs",
   "plans",
+  ...STREAM_KEYS,
 ] as const satisfies readonly (keyof LangChainModelOptions)[];
+const STREAM_LIMITS = { firstTokenMs: ms(1), idleMs: ms(1) };
 const FAILURE_MODES = ["continue", "error"] as const;
 
 /** The instance must be a selfheal instance: the adapter calls `tool` on it. */
@@ -140,6 +192,18 @@ export function checkMiddlewareOptions(
   if (typeof o.onFailure !== "function")
     optionalChoice(o.onFailure, FAILURE_MODES, `${field}.onFailure`);
   optionalChoice(o.spans, SPAN_MODES, `${field}.spans`);
+  return o;
+}
+
+/** Validates `healChatModelStream`'s options (values the engine checks are checked on registration). */
+export function checkChatModelStreamOptions(
+  input: unknown,
+  field: string,
+): HealChatModelStreamOptions {
+  const o = optionalObject(input, field);
+  knownKeys(o, MODEL_KEYS, field);
+  checkRoutes(o, field);
+  checkStreamSettings(o, field);
   return o;
 }
 
@@ -173,6 +237,23 @@ function checkSettings(value: unknown, field: string): void {
 function checkModel(value: unknown, field: string): void {
   const o = object(value, field);
   knownKeys(o, MODEL_KEYS, field);
+  checkRoutes(o, field);
+  checkStreamSettings(o, field);
+}
+
+/** The stream settings of model options: limits, mode, finish reasons, completion. */
+function checkStreamSettings(o: Record<string, unknown>, field: string): void {
+  numbers(o, STREAM_LIMITS, field);
+  optionalChoice(o.afterFirstToken, STREAM_MODES, `${field}.afterFirstToken`);
+  optionalChoice(o.completion, STREAM_COMPLETIONS, `${field}.completion`);
+  const reasons = optionalList(o.failOnFinish, `${field}.failOnFinish`, "finish reasons");
+  reasons.forEach((r, i) => {
+    nonEmptyString(r, `${field}.failOnFinish[${i}]`);
+  });
+}
+
+/** A model's name, provider and fallbacks. */
+function checkRoutes(o: Record<string, unknown>, field: string): void {
   if (o.name !== undefined) nonEmptyString(o.name, `${field}.name`);
   const fallbacks = optionalList(o.fallbacks, `${field}.fallbacks`, "{ provider, model }");
   fallbacks.forEach((f, i) => {

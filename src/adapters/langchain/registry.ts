@@ -1,13 +1,27 @@
 import { SelfHealConfigError } from "../../errors.js";
-import type { SelfHealing, ToolKind, ToolOptions, WrappedTool } from "../../index.js";
+import type {
+  HealedStreamFunction,
+  SelfHealing,
+  StreamFunction,
+  StreamMode,
+  StreamOptions,
+  ToolKind,
+  ToolOptions,
+  WrappedTool,
+} from "../../index.js";
 import { runAttempt, type Invocation, type Outcome } from "./invocation.js";
+
+/** What the adapter registered under a name: a tool, a model's calls, or a model's streams. */
+type EntryKind = ToolKind | "stream";
 
 interface Entry {
   readonly wrapped: unknown;
   readonly readOnly: boolean;
-  readonly kind: ToolKind;
+  readonly kind: EntryKind;
   /** The routes (providers, primary first) of a model tool: failover picks the model by them. */
   readonly routes: string;
+  /** A stream's settings (limits, mode, finish reasons), which every caller shares. */
+  readonly settings?: string;
 }
 
 /**
@@ -27,11 +41,7 @@ export function registeredTool<R>(
   name: string,
   options: ToolOptions<Invocation<R>, Outcome<R>>,
 ): WrappedTool<Invocation<R>, Outcome<R>> {
-  let registry = registries.get(sh);
-  if (!registry) {
-    registry = new Map();
-    registries.set(sh, registry);
-  }
+  const registry = registryOf(sh);
   const kind = options.kind ?? "tool";
   const routes = (options.providers ?? [options.provider ?? ""]).join(", ");
   const existing = registry.get(name);
@@ -45,13 +55,63 @@ export function registeredTool<R>(
   return wrapped;
 }
 
+/**
+ * The selfheal stream for `name` on `sh` (`healChatModelStream`), registered the first time; a
+ * later caller gets the same stream, provided its routes and stream settings are the same.
+ */
+export function registeredStream<A, C, M extends StreamMode>(
+  sh: SelfHealing,
+  name: string,
+  options: StreamOptions<A, C, M>,
+  settings: string,
+  fn: StreamFunction<A, C>,
+): HealedStreamFunction<A, C, M> {
+  const registry = registryOf(sh);
+  const routes = (options.providers ?? [options.provider ?? ""]).join(", ");
+  const existing = registry.get(name);
+  if (existing) {
+    checkSame(name, existing, true, "stream", routes);
+    if (existing.settings !== settings) {
+      throw new SelfHealConfigError(
+        `langchain: stream "${name}"`,
+        `already healed on this selfheal instance with other stream settings (${existing.settings ?? ""}, not ${settings}); give this one its own name`,
+      );
+    }
+    return existing.wrapped as HealedStreamFunction<A, C, M>;
+  }
+  const wrapped = sh.stream(name, options, fn);
+  registry.set(name, { wrapped, readOnly: true, kind: "stream", routes, settings });
+  return wrapped;
+}
+
+function registryOf(sh: SelfHealing): Map<string, Entry> {
+  let registry = registries.get(sh);
+  if (!registry) {
+    registry = new Map();
+    registries.set(sh, registry);
+  }
+  return registry;
+}
+
+const KIND_NAMES: Readonly<Record<EntryKind, string>> = {
+  tool: "a LangChain tool",
+  llm: "the middleware's model calls",
+  stream: "healChatModelStream",
+};
+
 function checkSame(
   name: string,
   existing: Entry,
   readOnly: boolean,
-  kind: ToolKind,
+  kind: EntryKind,
   routes: string,
 ): void {
+  if (existing.kind !== kind && (existing.kind === "stream" || kind === "stream")) {
+    throw new SelfHealConfigError(
+      `langchain: "${name}"`,
+      `this name is taken by ${KIND_NAMES[existing.kind]} on this selfheal instance; give ${KIND_NAMES[kind]} another (its name option)`,
+    );
+  }
   if (existing.kind !== kind) {
     throw new SelfHealConfigError(
       `langchain: "${name}"`,
@@ -61,7 +121,7 @@ function checkSame(
   // The selfheal tool routes by the first registration's providers, each middleware picks the
   // model of a route from its own fallbacks: other routes would run the wrong model (or the
   // agent's own again) under another provider's name and breaker.
-  if (kind === "llm" && existing.routes !== routes) {
+  if (kind !== "tool" && existing.routes !== routes) {
     throw new SelfHealConfigError(
       `langchain: model "${name}"`,
       `model calls of this selfheal instance are already healed with routes ${existing.routes || "(no provider)"}, not ${routes || "(no provider)"}; give these their own name (model.name) or the same provider and fallbacks`,

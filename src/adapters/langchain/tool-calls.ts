@@ -17,6 +17,7 @@ import {
   type Outcome,
 } from "./invocation.js";
 import type { LangChainToolSettings, OnToolFailure, ToolArgs } from "./options.js";
+import { LinkedSignal } from "./linked-signal.js";
 import { registeredTool } from "./registry.js";
 
 type ToolCallRequest = Parameters<WrapToolCallHook>[0];
@@ -85,7 +86,11 @@ export class ToolCalls {
     if (!request.tool || isHealed(request.tool)) return handler(request);
     const name = toolName(request);
     const tool = this.register(name);
-    const cancel = new CallAbort(request.runtime.signal);
+    // The call's own signal (see `LinkedSignal`): aborted by the run's signal (`runtime.signal`)
+    // and by the signal ToolNode hands the tool, which also carries createAgent's `signal` option
+    // (not in `runtime`). So a run stopped either way is a cancelled call (not diagnosed, not
+    // retried, not a health failure) rather than the tool's failure.
+    const cancel = new LinkedSignal(request.runtime.signal);
     const invocation = new Invocation(request.toolCall.args, (ctx) =>
       passing(async () => handler(withToolSignal(request, ctx.signal, cancel)), passesToolError),
     );
@@ -142,7 +147,8 @@ export function failureText(error: unknown, name: string): string {
   return `Tool '${name}' failed: ${errorName(error)}: ${text}`;
 }
 
-function errorName(error: unknown): string {
+/** An error's name for a message: one line, at most 80 characters, `Error` when it has none. */
+export function errorName(error: unknown): string {
   try {
     const name = (error as { name?: unknown } | null)?.name;
     return typeof name === "string" && name !== "" ? oneLine(name.slice(0, 80)) : "Error";
@@ -152,54 +158,14 @@ function errorName(error: unknown): string {
 }
 
 /**
- * A tool call's own abort signal, the selfheal call's: aborted by the run's signal
- * (`runtime.signal`) and by the signal ToolNode hands the tool, which also carries createAgent's
- * `signal` option (not in `runtime`). So a run stopped either way is a cancelled call (not
- * diagnosed, not retried, not a health failure) rather than the tool's failure. An
- * AbortController with listeners, removed when the call ends, not `AbortSignal.any`.
- */
-class CallAbort {
-  private readonly controller = new AbortController();
-  private readonly unlinks: (() => void)[] = [];
-
-  constructor(runSignal: AbortSignal | undefined) {
-    this.follow(runSignal);
-  }
-
-  get signal(): AbortSignal {
-    return this.controller.signal;
-  }
-
-  /** Aborts the call when `source` aborts, until the call ends. */
-  follow(source: AbortSignal | undefined): void {
-    if (!source || this.controller.signal.aborted) return;
-    if (source.aborted) {
-      this.controller.abort(source.reason);
-      return;
-    }
-    const onAbort = () => {
-      this.controller.abort(source.reason);
-    };
-    source.addEventListener("abort", onAbort, { once: true });
-    this.unlinks.push(() => {
-      source.removeEventListener("abort", onAbort);
-    });
-  }
-
-  release(): void {
-    for (const unlink of this.unlinks.splice(0)) unlink();
-  }
-}
-
-/**
  * The request with its tool given the attempt's signal: LangChain's ToolNode passes the run's
  * signal only, so without this a selfheal timeout would leave the tool running. The signal
- * ToolNode passes is followed by the call (see `CallAbort`).
+ * ToolNode passes is followed by the call (see `wrap`).
  */
 function withToolSignal(
   request: ToolCallRequest,
   signal: AbortSignal,
-  cancel: CallAbort,
+  cancel: LinkedSignal,
 ): ToolCallRequest {
   const { tool } = request;
   return isInvokable(tool) ? { ...request, tool: signalled(tool, signal, cancel) } : request;
@@ -214,7 +180,7 @@ function isInvokable<T>(tool: T): tool is T & Invokable {
 }
 
 /** The tool itself (name, schema, prototype) as prototype, its `invoke` joined to `signal`. */
-function signalled<T extends Invokable>(tool: T, signal: AbortSignal, cancel: CallAbort): T {
+function signalled<T extends Invokable>(tool: T, signal: AbortSignal, cancel: LinkedSignal): T {
   const invoke: Invokable["invoke"] = (input, config) => {
     cancel.follow(config?.signal);
     return tool.invoke(input, withSignal(config, signal));

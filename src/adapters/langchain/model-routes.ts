@@ -1,0 +1,31 @@
+import { initChatModel, type ModelRequest } from "langchain";
+import type { LangChainFallback } from "./options.js";
+
+type Model = ModelRequest["model"];
+
+/** The model of each route: the caller's own on the primary, else that provider's fallback. */
+export class ModelRoutes {
+  private readonly fallbacks = new Map<string, Model | string>();
+  private readonly resolved = new Map<string, Promise<Model>>();
+
+  constructor(
+    private readonly primary: string | undefined,
+    fallbacks: readonly LangChainFallback[] | undefined,
+  ) {
+    for (const f of fallbacks ?? []) this.fallbacks.set(f.provider, f.model);
+  }
+
+  /** The model to call on `provider`'s route; `own` is the caller's (the primary route's). */
+  async modelFor<M>(provider: string | undefined, own: M): Promise<M> {
+    const fallback = provider === this.primary ? undefined : this.fallbacks.get(provider ?? "");
+    if (fallback === undefined) return own;
+    if (typeof fallback !== "string") return fallback as M;
+    let model = this.resolved.get(fallback);
+    if (!model) {
+      // Made once, on first use: a string names a model for initChatModel, as in modelFallbackMiddleware.
+      model = initChatModel(fallback) as Promise<Model>;
+      this.resolved.set(fallback, model);
+    }
+    return (await model) as M;
+  }
+}
