@@ -157,11 +157,14 @@ const notify = require("selfheal/notify");
 const otel = require("selfheal/otel");
 const redis = require("selfheal/redis");
 const watchdog = require("selfheal/watchdog");
-console.log([typeof core.createSelfHealing, typeof testing.FailureInjector, typeof notify.slackNotifier, typeof otel.startTelemetry, typeof redis.redisStore, typeof watchdog.heartbeat].join(" "));
+const openai = require("selfheal/openai");
+console.log([typeof core.createSelfHealing, typeof testing.FailureInjector, typeof notify.slackNotifier, typeof otel.startTelemetry, typeof redis.redisStore, typeof watchdog.heartbeat, typeof openai.sseChunks].join(" "));
 `,
     });
     const required = await sh(process.execPath, ["require.js"], dir);
-    expect(required.stdout.trim()).toBe("function function function function function function");
+    expect(required.stdout.trim()).toBe(
+      "function function function function function function function",
+    );
     await sh(process.execPath, [TSC, "-p", "."], dir);
     expect(readFileSync(join(dir, "out/quickstart.js"), "utf8")).toContain('require("selfheal")');
     const { stdout } = await sh(process.execPath, ["out/quickstart.js"], dir, 20_000);
