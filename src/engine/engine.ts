@@ -179,8 +179,18 @@ export const MIN_ATTEMPT_MS = 100;
 export const dependencyOf = (tool: string, provider: string | undefined): string =>
   provider ?? tool;
 
-/** The timeout of a half-open probe: the attempt's, bounded by the breaker's probe timeout. */
-export function probeTimeout(timeoutMs: number | undefined, options: ResolvedOptions): number {
+/**
+ * The timeout an attempt runs under (before the deadline cuts it): the one asked for, or for a
+ * half-open probe that one bounded by the breaker's probe timeout. A stream's probe is bounded by
+ * its first-token limit instead: a healthy stream may run longer than any probe bound.
+ */
+export function attemptBound(
+  tool: { readonly streamed?: boolean },
+  probe: boolean,
+  timeoutMs: number | undefined,
+  options: ResolvedOptions,
+): number | undefined {
+  if (!probe || tool.streamed) return timeoutMs;
   const bound = options.recovery.breaker.probeTimeoutMs;
   return Math.min(timeoutMs ?? bound, bound);
 }

@@ -32,7 +32,7 @@ import type { RecoveryBudget } from "../recovery/budget.js";
 import {
   dependencyOf,
   MIN_ATTEMPT_MS,
-  probeTimeout,
+  attemptBound,
   type CallState,
   type Engine,
   type RunOnce,
@@ -212,11 +212,9 @@ class Recovery<A, R> implements RecoveryRun {
     input.budget.spend(expected);
     const number = 1 + ++this.attempts;
     const probe = admission === "probe";
+    // Later attempts start from the timeout asked for, never from a probe's bound.
     const requestedMs = request.timeoutMs;
-    // A probe is bounded short, but a stream's probe by its first-token limit: a healthy stream
-    // may run longer than any probe bound. Later attempts start from the timeout asked for.
-    const boundMs =
-      probe && !input.tool.streamed ? probeTimeout(requestedMs, engine.options) : requestedMs;
+    const boundMs = attemptBound(input.tool, probe, requestedMs, engine.options);
     const span = engine.tracer.startSpan(
       SPAN_RECOVERY,
       {

@@ -35,7 +35,7 @@ import {
 import type { AttemptContext } from "./call-context.js";
 import {
   dependencyOf,
-  probeTimeout,
+  attemptBound,
   type AbortedOnce,
   type AttemptSpec,
   type CallState,
@@ -516,10 +516,7 @@ class FirstAttempt<A, R> implements AttemptSink<R>, AttemptSpec {
     now: number,
     private readonly detailed: boolean,
   ) {
-    const bounded =
-      routed.probe && !calls.tool.streamed
-        ? probeTimeout(c.timeoutMs, calls.engine.options)
-        : c.timeoutMs;
+    const bounded = attemptBound(calls.tool, routed.probe, c.timeoutMs, calls.engine.options);
     const left = c.deadlineAt - now;
     this.provider = routed.route.provider;
     // The attempt's own timeout, cut to the call's deadline.

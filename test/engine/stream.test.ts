@@ -343,4 +343,32 @@ describe("sh.stream: limits and completion", () => {
     );
     expect(() => sh.stream("v", { readOnly: true, bogus: 1 } as never, fn)).toThrow(/bogus/);
   });
+
+  it("a half-open probe of a stream may outlast probeTimeoutMs: its first-token limit bounds it", async () => {
+    const { sh, clock, circuits } = setup(["a", "b"]);
+    // a cuts its streams until its breaker opens, then answers slowly: 15 tokens, 1 s apart.
+    const scripts: Record<string, Script[]> = {
+      a: [{ tokens: 2, then: "cut" }],
+      b: [{ tokens: 2 }],
+    };
+    const model = fakeModel(clock, scripts);
+    const answer = sh.stream(
+      "chat",
+      { readOnly: true, providers: ["a", "b"], format: FORMAT, afterFirstToken: "buffer" },
+      (_: string, ctx) => model.stream(ctx.provider ?? "?", ctx.signal),
+    );
+    for (let i = 0; i < 6 && !circuits.includes("a:open"); i++) await drain(clock, answer("hi"));
+    expect(circuits).toEqual(["a:open"]);
+    scripts.a = [
+      ...Array<Script>(model.calls.a ?? 0).fill({ tokens: 2 }),
+      { tokens: 15, gapMs: 1_000 },
+    ];
+    await clock.advance(6_000); // past the breaker's first open period: the next call probes a
+    const s = answer("hi");
+    const { items, error } = await drain(clock, s);
+    expect(error).toBeUndefined();
+    expect(items).toHaveLength(16);
+    expect(await s.result).toMatchObject({ provider: "a", outcome: "success" });
+    expect(circuits.at(-1)).toBe("a:closed");
+  });
 });
