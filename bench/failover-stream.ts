@@ -8,7 +8,7 @@
  *              `@ai-sdk/openai-compatible`, the model healed by `healModel` with a fallback model
  *              as the second route, the README's limits for chat models (firstTokenMs 10 s,
  *              idleMs 10 s), `afterFirstToken: "restart"`; the consumer reads `fullStream` and
- *              drops its text at the `selfheal.restart` raw part.
+ *              drops its text at selfheal's restart part (`isRestartPart`).
  *   reference  a streaming client written below (~150 lines): fetch, its own SSE reader, a
  *              first-token and an idle timer of the same 10 s, a stream complete only with its
  *              finish_reason, a malformed event skipped, and on any failure the partial answer
@@ -24,7 +24,7 @@
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { streamText } from "ai";
 import { createSelfHealing } from "../dist/index.js";
-import { healModel } from "../dist/adapters/ai-sdk.js";
+import { healModel, isRestartPart } from "../dist/adapters/ai-sdk.js";
 import { startFakeProvider, type FakeProvider } from "../dist/testing/index.js";
 import { report } from "./harness.js";
 
@@ -132,7 +132,7 @@ function selfhealClient(servers: Servers): Client {
       let text = "";
       for await (const part of result.fullStream) {
         if (part.type === "text-delta") text += part.text;
-        else if (part.type === "raw" && isRestart(part.rawValue)) text = "";
+        else if (isRestartPart(part)) text = "";
         else if (part.type === "error" && signal.aborted) throw part.error;
       }
       return text;
@@ -140,9 +140,6 @@ function selfhealClient(servers: Servers): Client {
     close: () => sh.close(),
   };
 }
-
-const isRestart = (value: unknown): boolean =>
-  (value as { type?: unknown } | null)?.type === "selfheal.restart";
 
 // ---------------------------------------------------------------------------------------------
 // The plain AI SDK, for comparison: the primary model alone, the SDK's defaults.

@@ -7,6 +7,7 @@
  */
 export { healTools, callContextOf } from "./ai-sdk/tools.js";
 export { healModel, selfHealMiddleware } from "./ai-sdk/model.js";
+export { isRestartPart, type RestartRawValue } from "./ai-sdk/stream.js";
 export type {
   AiSdkToolOptions,
   HealModelOptions,

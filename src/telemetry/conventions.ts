@@ -74,6 +74,12 @@ export const ATTR_AI_MODEL_ID = "ai.model.id";
 export const ATTR_AI_USAGE_OUTPUT_TOKENS = "ai.usage.outputTokens";
 export const ATTR_AI_USAGE_COMPLETION_TOKENS = "ai.usage.completionTokens";
 
+// ---- Restart signals of streams (what a consumer matches on to discard a partial answer) ------
+/** `rawValue.type` of the AI SDK `raw` part a restart becomes (`selfheal/ai-sdk`). */
+export const AI_SDK_RESTART_TYPE = "selfheal.restart";
+/** The custom stream chunk's `type` and callback event name of a restart (`selfheal/langchain`). */
+export const LANGCHAIN_RESTART_EVENT = "selfheal_stream_restart";
+
 // ---- selfheal attributes -------------------------------------------------------------------
 /** `false` on the call spans of write tools; absent on read-only tools (the common case). */
 export const ATTR_TOOL_READ_ONLY = "selfheal.tool.read_only";

@@ -60,7 +60,7 @@ export interface HealModelOptions {
   /**
    * A stream that fails after parts reached the SDK: `fail` (default) errors the stream with a
    * StreamInterruptedError; `restart` streams the whole answer again from the next route, after
-   * a `raw` part `{ type: "selfheal.restart", discard }` (with `includeRawChunks`) and `onRestart`;
+   * a `raw` part whose `rawValue` is a RestartRawValue (with `includeRawChunks`) and `onRestart`;
    * `buffer` passes parts on only once the stream is complete.
    */
   afterFirstToken?: StreamMode;

@@ -5,6 +5,7 @@ import {
   type StreamFormat,
   type StreamRestart,
 } from "../../index.js";
+import { AI_SDK_RESTART_TYPE } from "../../telemetry/conventions.js";
 import type { StreamPart } from "./types.js";
 
 const PROGRESS: ChunkInfo = Object.freeze({ token: true });
@@ -44,11 +45,25 @@ export const AI_SDK_PARTS: StreamFormat<StreamPart> = {
 
 /** The `raw` part a restart becomes when the caller asked for raw chunks (`includeRawChunks`). */
 export interface RestartRawValue {
-  type: "selfheal.restart";
+  type: typeof AI_SDK_RESTART_TYPE;
   /** Stream parts to discard: every part since the start or the previous restart. */
   discard: number;
   attempt: number;
   provider: string | undefined;
+}
+
+/**
+ * Whether a `fullStream` part is selfheal's restart (`afterFirstToken: "restart"`, with
+ * `includeRawChunks: true`): drop the text you hold, the whole answer follows.
+ */
+export function isRestartPart(part: {
+  type: string;
+  rawValue?: unknown;
+}): part is { type: "raw"; rawValue: RestartRawValue } {
+  return (
+    part.type === "raw" &&
+    (part.rawValue as { type?: unknown } | null)?.type === AI_SDK_RESTART_TYPE
+  );
 }
 
 /**
@@ -70,7 +85,7 @@ export function toReadableStream(
     onRestart?.(item);
     if (!raw) return undefined;
     const rawValue: RestartRawValue = {
-      type: "selfheal.restart",
+      type: AI_SDK_RESTART_TYPE,
       discard: item.discard,
       attempt: item.attempt,
       provider: item.provider,

@@ -1,8 +1,9 @@
 import type { CallbackManagerForLLMRun } from "@langchain/core/callbacks/manager";
 import { consumeCallback } from "@langchain/core/callbacks/promises";
+import { LANGCHAIN_RESTART_EVENT } from "../../telemetry/conventions.js";
 
 /** The discard signal's name: the `type` of its custom stream chunk, and its callback event's name. */
-export const STREAM_RESTART_EVENT = "selfheal_stream_restart";
+export const STREAM_RESTART_EVENT = LANGCHAIN_RESTART_EVENT;
 
 /**
  * The discard signal of a model call whose answer starts again (`afterFirstToken: "restart"`, or
