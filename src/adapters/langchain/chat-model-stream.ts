@@ -13,7 +13,7 @@ import type {
   StreamMode,
   StreamOptions,
 } from "../../index.js";
-import { ModelRoutes } from "./model-routes.js";
+import { ModelRoutes, routeOptions } from "./model-routes.js";
 import {
   checkChatModelStreamOptions,
   checkInstance,
@@ -96,20 +96,10 @@ export function healChatModelStream<M extends StreamMode = "fail">(
 function streamOptions<M extends StreamMode>(
   o: HealChatModelStreamOptions<M>,
 ): StreamOptions<ChatStreamCall, AIMessageChunk, M> {
-  const { provider, fallbacks, timeoutMs, deadlineMs, plans } = o;
   const { firstTokenMs, idleMs, afterFirstToken, failOnFinish, completion } = o;
-  const providers =
-    provider !== undefined && fallbacks?.length
-      ? [provider, ...fallbacks.map((f) => f.provider)]
-      : undefined;
   return {
-    readOnly: true,
+    ...routeOptions(o),
     format: messageChunkFormat(completion ?? "finish"),
-    ...(provider !== undefined && { provider }),
-    ...(providers && { providers }),
-    ...(timeoutMs !== undefined && { timeoutMs }),
-    ...(deadlineMs !== undefined && { deadlineMs }),
-    ...(plans !== undefined && { plans }),
     ...(firstTokenMs !== undefined && { firstTokenMs }),
     ...(idleMs !== undefined && { idleMs }),
     ...(afterFirstToken !== undefined && { afterFirstToken }),

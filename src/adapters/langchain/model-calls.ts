@@ -4,7 +4,7 @@ import type { WrapModelCallHandler } from "langchain";
 import type { ResolvedStreamLimits } from "../../engine/options/stream.js";
 import type { CallContext, SelfHealing, ToolOptions, WrappedTool } from "../../index.js";
 import { Invocation, isControlFlow, passing, settled, type Outcome } from "./invocation.js";
-import { ModelRoutes } from "./model-routes.js";
+import { ModelRoutes, routeOptions } from "./model-routes.js";
 import { ModelStream, streamLimits, type AttemptTap } from "./model-stream.js";
 import type { LangChainModelOptions } from "./options.js";
 import { registeredTool } from "./registry.js";
@@ -93,21 +93,7 @@ export class ModelCalls {
 function modelToolOptions(
   options: LangChainModelOptions,
 ): ToolOptions<Invocation<ModelAnswer>, Outcome<ModelAnswer>> {
-  const { fallbacks, provider, timeoutMs, deadlineMs, plans } = options;
-  const providers =
-    provider !== undefined && fallbacks?.length
-      ? [provider, ...fallbacks.map((f) => f.provider)]
-      : undefined;
-  return {
-    readOnly: true, // a model call writes nothing; the tools it asks for are guarded themselves
-    kind: "llm",
-    isEmpty: isEmptyModelAnswer,
-    ...(provider !== undefined && { provider }),
-    ...(providers && { providers }),
-    ...(timeoutMs !== undefined && { timeoutMs }),
-    ...(deadlineMs !== undefined && { deadlineMs }),
-    ...(plans !== undefined && { plans }),
-  };
+  return { ...routeOptions(options), kind: "llm", isEmpty: isEmptyModelAnswer };
 }
 
 /** Tokens the answer reports, for the span and the recovery budget. */

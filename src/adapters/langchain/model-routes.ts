@@ -1,4 +1,5 @@
 import { initChatModel, type ModelRequest } from "langchain";
+import type { Plans } from "../../index.js";
 import type { LangChainFallback } from "./options.js";
 
 type Model = ModelRequest["model"];
@@ -28,4 +29,30 @@ export class ModelRoutes {
     }
     return (await model) as M;
   }
+}
+
+/** A model registration's settings shared by the middleware and `healChatModelStream`. */
+interface RouteSettings {
+  provider?: string;
+  fallbacks?: readonly LangChainFallback[];
+  timeoutMs?: number;
+  deadlineMs?: number;
+  plans?: Plans;
+}
+
+/** The selfheal options those settings make: the routes (primary first), time, plans. */
+export function routeOptions(o: RouteSettings) {
+  const { fallbacks, provider, timeoutMs, deadlineMs, plans } = o;
+  const providers =
+    provider !== undefined && fallbacks?.length
+      ? [provider, ...fallbacks.map((f) => f.provider)]
+      : undefined;
+  return {
+    readOnly: true, // a model call writes nothing; the tools it asks for are guarded themselves
+    ...(provider !== undefined && { provider }),
+    ...(providers && { providers }),
+    ...(timeoutMs !== undefined && { timeoutMs }),
+    ...(deadlineMs !== undefined && { deadlineMs }),
+    ...(plans !== undefined && { plans }),
+  };
 }
