@@ -1,6 +1,5 @@
 import { initChatModel, type ModelRequest } from "langchain";
-import type { Plans } from "../../index.js";
-import type { LangChainFallback } from "./options.js";
+import type { LangChainFallback, ModelRouteSettings } from "./options.js";
 
 type Model = ModelRequest["model"];
 
@@ -31,17 +30,8 @@ export class ModelRoutes {
   }
 }
 
-/** A model registration's settings shared by the middleware and `healChatModelStream`. */
-interface RouteSettings {
-  provider?: string;
-  fallbacks?: readonly LangChainFallback[];
-  timeoutMs?: number;
-  deadlineMs?: number;
-  plans?: Plans;
-}
-
-/** The selfheal options those settings make: the routes (primary first), time, plans. */
-export function routeOptions(o: RouteSettings) {
+/** The selfheal options a model's settings make: the routes (primary first), time, plans. */
+export function routeOptions(o: ModelRouteSettings) {
   const { fallbacks, provider, timeoutMs, deadlineMs, plans } = o;
   const providers =
     provider !== undefined && fallbacks?.length

@@ -70,20 +70,25 @@ export interface LangChainStreamSettings<M extends StreamMode = StreamMode> {
   completion?: StreamCompletion;
 }
 
-/** How the agent's model calls are healed. */
-export interface LangChainModelOptions extends LangChainStreamSettings {
-  /** The selfheal tool name of the model calls: health scope, breaker, metric label. `model`. */
-  name?: string;
+/** A model's routes, time and plans, as the middleware and `healChatModelStream` take them. */
+export interface ModelRouteSettings {
   /**
-   * Provider of the agent's own model (`gen_ai.provider.name`); required with `fallbacks`, and
-   * then declared in `recovery.providers`.
+   * Provider of the model (`gen_ai.provider.name`); required with `fallbacks`, and then
+   * declared in `recovery.providers`.
    */
   provider?: string;
   /** Models to fail over to, in order; each provider declared in `recovery.providers`. */
   fallbacks?: readonly LangChainFallback[];
+  /** Bounds each attempt (a streamed one whole), ms; by default the limits and the deadline do. */
   timeoutMs?: number;
   deadlineMs?: number;
   plans?: Plans;
+}
+
+/** How the agent's model calls are healed. */
+export interface LangChainModelOptions extends LangChainStreamSettings, ModelRouteSettings {
+  /** The selfheal tool name of the model calls: health scope, breaker, metric label. `model`. */
+  name?: string;
 }
 
 /**
@@ -120,19 +125,10 @@ export interface SelfHealingMiddlewareOptions {
 }
 
 /** Options of `healChatModelStream`: the model's routes, the call's limits, the stream's settings. */
-export interface HealChatModelStreamOptions<
-  M extends StreamMode = StreamMode,
-> extends LangChainStreamSettings<M> {
+export interface HealChatModelStreamOptions<M extends StreamMode = StreamMode>
+  extends LangChainStreamSettings<M>, ModelRouteSettings {
   /** The selfheal stream's name: health scope, breaker, metric label. `model.stream`. */
   name?: string;
-  /** Provider of the model (`gen_ai.provider.name`); required with `fallbacks`. */
-  provider?: string;
-  /** Models to fail over to, in order; each provider declared in `recovery.providers`. */
-  fallbacks?: readonly LangChainFallback[];
-  /** Bounds each whole attempt, ms (by default the stream's limits and the deadline do). */
-  timeoutMs?: number;
-  deadlineMs?: number;
-  plans?: Plans;
 }
 
 export interface HealToolOptions extends LangChainToolSettings {
