@@ -43,6 +43,7 @@ export type {
   LangChainModelOptions,
   LangChainStreamSettings,
   LangChainToolSettings,
+  ModelRouteSettings,
   OnToolFailure,
   SelfHealingMiddlewareOptions,
   ToolArgs,
