@@ -33,7 +33,8 @@ export type SelfHealErrorCode =
   | "SELFHEAL_STREAM_FIRST_TOKEN_TIMEOUT"
   | "SELFHEAL_STREAM_STALLED"
   | "SELFHEAL_STREAM_TRUNCATED"
-  | "SELFHEAL_STREAM_INTERRUPTED";
+  | "SELFHEAL_STREAM_INTERRUPTED"
+  | "SELFHEAL_FLEET_UNAVAILABLE";
 
 /** Base class of every error selfheal throws. */
 export abstract class SelfHealError extends Error {
@@ -375,3 +376,28 @@ export class StreamInterruptedError extends SelfHealError {
 }
 export const isStreamInterruptedError = (e: unknown): e is StreamInterruptedError =>
   hasCode(e, "SELFHEAL_STREAM_INTERRUPTED");
+
+/**
+ * A write with an idempotency key could not ask the fleet's ledger (`selfheal/redis`) whether
+ * another worker sent it, within the call's deadline: Redis was away, too slow, or still taking
+ * back what it lost in a restart. Nothing was sent; retrying later with the same key is safe.
+ * Thrown under `recovery.ledger.whenFleetDown: "refuse"` (the default), and in every mode by a
+ * call that had heard another worker was sending it. `cause` is the last failure to ask.
+ */
+export class FleetUnavailableError extends SelfHealError {
+  readonly code = "SELFHEAL_FLEET_UNAVAILABLE";
+  override readonly name = "FleetUnavailableError";
+  constructor(
+    readonly tool: string,
+    /** The fleet had said another worker was sending this write (it may have succeeded there). */
+    readonly inFlightElsewhere: boolean,
+    options?: { cause: unknown },
+  ) {
+    super(
+      `selfheal: write "${named(tool)}" not sent: the fleet's idempotency ledger could not be asked within the call's deadline${inFlightElsewhere ? " (another worker was sending it when last asked)" : ""}; nothing was sent`,
+      options,
+    );
+  }
+}
+export const isFleetUnavailableError = (e: unknown): e is FleetUnavailableError =>
+  hasCode(e, "SELFHEAL_FLEET_UNAVAILABLE");

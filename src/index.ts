@@ -53,6 +53,8 @@ export type { DiagnosisOptions } from "./engine/options.js";
 export type { Pattern, StrategyName } from "./telemetry/conventions.js";
 export {
   CircuitOpenError,
+  FleetUnavailableError,
+  isFleetUnavailableError,
   HumanEscalationRequiredError,
   InFlightElsewhereError,
   isInFlightElsewhereError,

@@ -92,6 +92,7 @@ export interface StepReporter {
 export interface ResolvedOptions extends ResolvedDiagnosis {
   agent: string;
   store: SignalStore;
+  /** Whether `close()` releases the store: one the instance made, or one selfheal opened. */
   ownsStore: boolean;
   clock: Clock;
   tracerProvider: TracerProvider | undefined;
@@ -143,7 +144,7 @@ export function resolveOptions(input: unknown): ResolvedOptions {
   const { windows, ...health } = resolveHealth(o.health, o.store !== undefined);
   const diagnosis = resolveDiagnosis(o.diagnosis);
   const opts = o as unknown as SelfHealingOptions;
-  return {
+  const resolved: ResolvedOptions = {
     agent: opts.agent,
     store: opts.store ?? new MemorySignalStore(windows),
     ownsStore: opts.store === undefined,
@@ -159,4 +160,55 @@ export function resolveOptions(input: unknown): ResolvedOptions {
     logger: safeLogger(opts.logger ?? console),
     heartbeat: opts.heartbeat,
   };
+  // Held last, once every option passed: an instance that was never made holds nothing.
+  const held = opts.store && holdersOf(opts.store);
+  if (held) {
+    held.count += 1;
+    resolved.ownsStore = true;
+  }
+  return resolved;
+}
+
+/**
+ * What a store selfheal opened for its user carries (`redisStore()` of `selfheal/redis`): how
+ * many instances use it. Each instance made with it holds it, and the `close()` of the last one
+ * closes it. A key from the global symbol registry, so two copies of the package agree.
+ */
+const HOLDERS = Symbol.for("selfheal.store.holders");
+
+interface Holders {
+  count: number;
+}
+
+/**
+ * Marks a store as opened by selfheal: the instances made with it close it (the last one to
+ * close). The store's own `close()` must close only what it opened (never a client the user
+ * passed it).
+ */
+export function closedWithInstances<S extends object>(store: S): S {
+  if (!Object.hasOwn(store, HOLDERS))
+    Object.defineProperty(store, HOLDERS, { value: { count: 0 } satisfies Holders });
+  return store;
+}
+
+function holdersOf(store: SignalStore): Holders | undefined {
+  const held: unknown = (store as { [HOLDERS]?: unknown })[HOLDERS];
+  if (typeof held !== "object" || held === null) return undefined;
+  return typeof (held as Partial<Holders>).count === "number" ? (held as Holders) : undefined;
+}
+
+/**
+ * An instance's `close()` lets its store go: the store it made is closed, one selfheal opened is
+ * closed when no other instance holds it, one the user passed is left alone.
+ */
+export async function releaseStore(
+  options: Pick<ResolvedOptions, "store" | "ownsStore">,
+): Promise<void> {
+  if (!options.ownsStore) return;
+  const held = holdersOf(options.store);
+  if (held) {
+    held.count = Math.max(0, held.count - 1);
+    if (held.count > 0) return;
+  }
+  await options.store.close?.();
 }

@@ -13,6 +13,7 @@ import type { Listener, SelfHealEvents } from "./events.js";
 import { modeOf } from "./guard.js";
 import { startWarmups } from "./warmup.js";
 import {
+  releaseStore,
   resolveOptions,
   validateToolOptions,
   type SelfHealingOptions,
@@ -200,7 +201,7 @@ class Instance implements SelfHealing {
       engine.stopStoreWatch?.();
       engine.events.clear();
       await engine.eventLog?.flush();
-      if (engine.options.ownsStore) await engine.options.store.close?.();
+      await releaseStore(engine.options); // what selfheal opened, never the user's client
     })();
     return engine.closing;
   }

@@ -1,12 +1,12 @@
 import type { Attributes, Context } from "@opentelemetry/api";
 import {
   CircuitOpenError,
+  FleetUnavailableError,
   InFlightElsewhereError,
   RecoveryBudgetExhaustedError,
   SelfHealClosedError,
 } from "../errors.js";
-import type { Claim, LedgerSync } from "../recovery/idempotency.js";
-import { describeThrown, redact } from "../telemetry/redact.js";
+import type { Claim, FleetWrite } from "../recovery/idempotency.js";
 import type { HealthReport } from "../health/evaluator.js";
 import { RecoveryBudget } from "../recovery/budget.js";
 import type { Failure } from "../recovery/strategy.js";
@@ -83,8 +83,17 @@ export interface CallResult<R> {
   replayed: boolean;
 }
 
-/** How often a call waits on a write another worker is sending, ms. */
+/** How often a call asks again about a write another worker is sending, ms. */
 const FLEET_POLL_MS = 100;
+
+/**
+ * How soon a keyed write asks the fleet again when it could not be asked, ms (an ask that timed
+ * out has already waited the store's `commandTimeoutMs`).
+ */
+const FLEET_RETRY_MS = 100;
+
+/** What a call may go on with after its claim. */
+type Claimed = Extract<Claim, { kind: "mine" | "done" }>;
 
 /** The answer of a call whose every route was closed: the tool's canned answer. */
 const CANNED: Answer = { outcome: "recovered", failedAttempts: 0, fallback: true };
@@ -239,7 +248,8 @@ class ToolCalls<A, R> {
 
   /**
    * A write with a key: already written, or in flight, its outcome is shared rather than the
-   * write sent twice.
+   * write sent twice. In a fleet the key is claimed first (one round trip the call waits for);
+   * the result is shared after the answer, without the caller waiting for it.
    */
   private async keyedWrite(
     args: A,
@@ -264,9 +274,15 @@ class ToolCalls<A, R> {
     });
     inflight.catch(() => undefined); // a rejection reaches the first caller; copies handle their own
     const forget = engine.ledger.track(tool.name, key, inflight);
-    const fleet = engine.options.store.fleet?.ledger;
+    const write = engine.options.store.fleet?.ledger?.write(tool.name, key);
     try {
-      const claim = fleet ? await this.claim(fleet, c, key) : undefined;
+      let claim: Claimed | undefined;
+      try {
+        claim = write && (await this.claim(write, c));
+      } catch (error) {
+        // Refused before anything was sent: the call ends here, no health signal.
+        return failCall(engine, tool, c, error, 0, false);
+      }
       if (claim?.kind === "done") {
         const result = this.replay(c, claim.value as R, true) as CallResult<R>;
         settle.resolve(result);
@@ -276,10 +292,12 @@ class ToolCalls<A, R> {
       try {
         result = (await this.routed(args, c, true)) as CallResult<R>;
       } catch (error) {
-        if (claim) await fleet?.release(tool.name, key).catch(() => undefined);
+        write?.release();
         throw error;
       }
-      if (claim) await this.share(fleet, key, result.value);
+      // Fired, not awaited: until it lands the claim keeps the key held, so no other worker
+      // sends it meanwhile (see FleetWrite.complete). A result decided alone is shared too.
+      write?.complete(result.value, engine.options.recovery.ledger.ttlMs);
       settle.resolve(result);
       return detailed ? result : result.value;
     } catch (error) {
@@ -291,41 +309,54 @@ class ToolCalls<A, R> {
   }
 
   /**
-   * The fleet's claim on a keyed write: this worker sends it, or another already did (its
-   * result), waiting while another sends it, within the call's deadline. Redis away: this
-   * worker decides alone (undefined).
+   * The fleet's claim on a keyed write: this call sends it (`mine`), another worker already did
+   * (its result), or, while another sends it, ask again within the call's deadline. When the
+   * fleet cannot be asked, `"refuse"` asks again every FLEET_RETRY_MS within the deadline and
+   * then throws FleetUnavailableError; `"local"` decides alone (undefined). A call that heard
+   * another worker holds the key never decides alone, whatever the mode.
    */
-  private async claim(
-    fleet: LedgerSync,
-    c: CallState,
-    key: string,
-  ): Promise<Exclude<Claim, { kind: "busy" }> | undefined> {
-    const { clock } = this.engine.options;
-    for (;;) {
-      const left = c.deadlineAt - clock.now();
-      let claim: Claim;
-      try {
-        claim = await fleet.claim(this.tool.name, key, Math.max(1, left));
-      } catch {
-        return undefined;
-      }
-      if (claim.kind !== "busy") return claim;
-      if (left <= FLEET_POLL_MS) {
-        throw new InFlightElsewhereError(this.tool.name);
-      }
-      await clock.sleep(FLEET_POLL_MS, c.call.signal);
-    }
-  }
-
-  /** Shares a result with the fleet; a failure to share is logged, never the call's. */
-  private async share(fleet: LedgerSync | undefined, key: string, value: unknown): Promise<void> {
+  private async claim(write: FleetWrite, c: CallState): Promise<Claimed | undefined> {
     const { engine, tool } = this;
+    const { clock } = engine.options;
+    const { whenFleetDown, ttlMs } = engine.options.recovery.ledger;
+    const strict = whenFleetDown === "refuse";
+    const fleet = engine.options.store.fleet?.ledger;
+    /** The fleet said another worker holds the key. */
+    let heldElsewhere = false;
+    /** An ask failed: it may still land in Redis and take the key for this call. */
+    let uncertain = false;
     try {
-      await fleet?.complete(tool.name, key, value, engine.options.recovery.ledger.ttlMs);
+      for (;;) {
+        if (!strict && !heldElsewhere && fleet?.away()) return undefined; // no timeout waited
+        const left = Math.max(1, Math.ceil(c.deadlineAt - clock.now()));
+        let claim: Claim | undefined;
+        let trouble: unknown;
+        try {
+          claim = await write.claim(left, strict ? ttlMs : undefined);
+        } catch (error) {
+          uncertain = true;
+          if (!strict && !heldElsewhere) return undefined;
+          trouble = error;
+        }
+        if (claim?.kind === "mine" || claim?.kind === "done") return claim;
+        // A sender that vanished mid-write: it may have charged. Never sent again from here.
+        if (claim?.kind === "lost") throw new InFlightElsewhereError(tool.name);
+        if (claim?.kind === "busy") heldElsewhere = true;
+        const waitMs = claim ? Math.max(1, Math.min(FLEET_POLL_MS, claim.retryMs)) : FLEET_RETRY_MS;
+        if (clock.now() + waitMs >= c.deadlineAt) {
+          if (claim?.kind === "busy") throw new InFlightElsewhereError(tool.name);
+          throw new FleetUnavailableError(
+            tool.name,
+            heldElsewhere,
+            trouble === undefined ? undefined : { cause: trouble },
+          );
+        }
+        await clock.sleep(waitMs, c.call.signal);
+      }
     } catch (error) {
-      engine.options.logger.warn(
-        `selfheal: could not share the result of "${tool.name}" with the fleet: ${redact(describeThrown(error))}`,
-      );
+      // An ask that timed out may still land in Redis: let go of whatever it took.
+      if (uncertain) write.release();
+      throw error;
     }
   }
 

@@ -114,9 +114,14 @@ function successRate(s: ScopeSignals, t: HealthThresholds): SignalReading {
 /**
  * Turns raw signals into `healthy | warning | critical`, per agent and per tool. The result is
  * cached for `cacheMs`; every evaluation compares with the previous one and reports transitions.
+ * A store that answers later (Redis) is read stale-while-revalidate: once there is a report, a
+ * caller gets it at once and the new one is read in the background, so only the first read of
+ * an evaluator waits on the store.
  */
 export class HealthEvaluator {
   private cached: HealthReport | undefined;
+  /** The cached report must not be served as fresh (see invalidate). */
+  private expired = false;
   private pending: Promise<HealthReport> | undefined;
   private readonly previous = new Map<string, HealthStatus>();
   private readonly baselines = new Map<string, { ms: number; at: number }>();
@@ -124,12 +129,25 @@ export class HealthEvaluator {
   constructor(private readonly options: HealthEvaluatorOptions) {}
 
   /**
-   * The cached report when fresh; otherwise a new one (synchronous for in-process stores).
+   * The cached report when fresh; otherwise a new one (synchronous for in-process stores). With
+   * a store that answers later, stale-while-revalidate: the new report if the store answers
+   * within this event-loop turn (an in-process store), else the last report, while the new one
+   * is read in the background. Only the very first read (no report yet) waits for the store.
    * Callers that already read the clock pass `now`.
    */
   current(now = this.options.clock.now()): HealthReport | Promise<HealthReport> {
-    if (this.cached && now - this.cached.at < this.options.cacheMs) return this.cached;
-    return this.refresh(now);
+    const cached = this.cached;
+    if (cached && !this.expired && now - cached.at < this.options.cacheMs) return cached;
+    const next = this.refresh(now);
+    if (!(next instanceof Promise) || !cached) return next;
+    return Promise.race([
+      next.catch(() => cached), // a throwing onStoreError: the last report
+      new Promise<HealthReport>((resolve) => {
+        setImmediate(() => {
+          resolve(cached);
+        });
+      }),
+    ]);
   }
 
   /** The last report computed, without evaluating. */
@@ -137,9 +155,12 @@ export class HealthEvaluator {
     return this.cached;
   }
 
-  /** Forgets the cache so the next read evaluates. */
+  /**
+   * The next read evaluates. With a store that answers later, the last report (made before this
+   * moment) is still what callers get until the new one is read: they do not wait.
+   */
   invalidate(): void {
-    this.cached = undefined;
+    this.expired = true;
   }
 
   private refresh(now: number): HealthReport | Promise<HealthReport> {
@@ -170,6 +191,7 @@ export class HealthEvaluator {
       tools: {},
     };
     this.cached = { ...base, at: now, stale: true };
+    this.expired = false;
     return this.cached;
   }
 
@@ -181,6 +203,7 @@ export class HealthEvaluator {
     }
     const report: HealthReport = { agent: this.options.agent, at: now, ...agent, tools };
     this.cached = report;
+    this.expired = false;
     this.emitChanges(report, now);
     return report;
   }

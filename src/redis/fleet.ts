@@ -164,11 +164,19 @@ async function budgets(client: Redis, prefix: string): Promise<FleetStatus["budg
 async function agentNames(client: Redis, prefix: string, agent?: string): Promise<string[]> {
   const known = (await client.smembers(agentsKey(prefix))).map(decodeName).sort();
   if (agent === undefined || known.includes(agent)) return agent === undefined ? known : [agent];
-  const shown = known.slice(0, 10).map((n) => JSON.stringify(n));
+  const shown = known.slice(0, 10).map(quoted);
   if (known.length > 10) shown.push(`${known.length - 10} more`);
   throw new Error(
-    `no agent ${JSON.stringify(agent)} under prefix "${prefix}" (known: ${shown.join(", ") || "none"})`,
+    `no agent ${quoted(agent)} under prefix "${prefix}" (known: ${shown.join(", ") || "none"})`,
   );
+}
+
+/** A name in a message: quoted and escaped (JSON), cut past 60 characters. */
+function quoted(name: string): string {
+  const chars = Array.from(JSON.stringify(name)); // by code point: a pair is never cut
+  return chars.length <= 62
+    ? chars.join("")
+    : `${chars.slice(0, 60).join("")}…" (${name.length} chars)`;
 }
 
 /**

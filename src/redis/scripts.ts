@@ -3,27 +3,37 @@
  * and values are parameters (KEYS, ARGV), never spliced into the script text.
  */
 
-/** Adds field deltas to one bucket hash and renews its expiry. ARGV: ttl ms, field, delta, ... */
-export const ADD = `
-for i = 2, #ARGV, 2 do
-  redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1])
-end
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-return 0
-`;
-
 /**
- * Pushes outcomes onto last-N rings kept in one hash: `scope|n` counts pushes, `scope|<slot>`
- * holds a value. ARGV: size, ttl ms, scope, value, ...
+ * Applies one batch of one agent's records, once: a resend of the same batch (same id) is a
+ * no-op. KEYS: the batch-id key, the bucket hashes, then (only if ARGV carries ring values) the
+ * LLM ring hash. ARGV: id ttl ms, number of bucket hashes; per hash: its ttl ms, its number of
+ * fields, then field, delta, ...; then (ring) size, ttl ms, scope, value, ... The ring keeps the
+ * last N outcomes in one hash: `scope|n` counts pushes, `scope|<slot>` holds a value. Returns 1
+ * when applied, 0 when the batch had been applied before.
  */
-export const RING = `
-local size = tonumber(ARGV[1])
-for i = 3, #ARGV, 2 do
-  local n = redis.call('HINCRBY', KEYS[1], ARGV[i] .. '|n', 1)
-  redis.call('HSET', KEYS[1], ARGV[i] .. '|' .. ((n - 1) % size), ARGV[i + 1])
+export const APPLY = `
+if not redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[1]) then return 0 end
+local hashes = tonumber(ARGV[2])
+local a = 3
+for k = 2, hashes + 1 do
+  local ttl, fields = ARGV[a], tonumber(ARGV[a + 1])
+  a = a + 2
+  for _ = 1, fields do
+    redis.call('HINCRBY', KEYS[k], ARGV[a], ARGV[a + 1])
+    a = a + 2
+  end
+  redis.call('PEXPIRE', KEYS[k], ttl)
 end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return 0
+if #KEYS > hashes + 1 then
+  local ring = KEYS[hashes + 2]
+  local size = tonumber(ARGV[a])
+  for i = a + 2, #ARGV, 2 do
+    local n = redis.call('HINCRBY', ring, ARGV[i] .. '|n', 1)
+    redis.call('HSET', ring, ARGV[i] .. '|' .. ((n - 1) % size), ARGV[i + 1])
+  end
+  redis.call('PEXPIRE', ring, ARGV[a + 1])
+end
+return 1
 `;
 
 /**
@@ -79,23 +89,6 @@ return {0, held}
 `;
 
 /**
- * Claims a keyed write for the fleet. KEYS: the stored result, the in-flight marker; ARGV: this
- * worker's id, lease ms. Returns {"done", result} / {"mine"} / {"busy"}.
- */
-export const CLAIM = `
-local done = redis.call('GET', KEYS[1])
-if done then return {'done', done} end
-if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return {'mine'} end
-return {'busy'}
-`;
-
-/** Frees an in-flight marker only if this worker holds it. KEYS: the marker; ARGV: worker id. */
-export const RELEASE = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
-return 0
-`;
-
-/**
  * Pushes one diagnosis (1: UNKNOWN) onto an agent's last-N windows, the tool's and the overall
  * one, and returns both windows' counts. KEYS: the hash; ARGV: size, ttl ms, tool scope, value.
  * A running count of hits per scope (`scope|h`) avoids reading every slot.
@@ -114,4 +107,92 @@ local overall = push('a', ARGV[4])
 local tool = push(ARGV[3], ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return {overall[1], overall[2], tool[1], tool[2]}
+`;
+
+/**
+ * Claims a keyed write for one call. KEYS: the stored result, the in-flight marker, the fleet's
+ * epoch (when Redis last started without the fleet's state). ARGV: the call's claim id, its
+ * lease ms (its deadline), how long the marker is kept ms, strict (1/0), the grace ms after an
+ * epoch starts. The marker holds `claim id|lease end` (server time, ms), so a claimer tells a
+ * sender still within its deadline (`busy`) from one that went silent past it: a strict claim
+ * hears `lost` (the write may have gone out: never sent again), a lenient one takes the key.
+ * During the grace after Redis came back empty no new claim is granted (`settle`): the workers
+ * are putting back the claims and results they hold. Returns {kind, detail}.
+ */
+export const LEDGER_CLAIM = `
+local done = redis.call('GET', KEYS[1])
+if done then return {'done', done} end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local held = redis.call('GET', KEYS[2])
+if held then
+  local bar = string.find(held, '|', 1, true)
+  local owner = bar and string.sub(held, 1, bar - 1) or held
+  local lease = bar and tonumber(string.sub(held, bar + 1)) or 0
+  if owner == ARGV[1] then return {'mine', string.format('%.0f', lease)} end
+  if lease > now then return {'busy', string.format('%.0f', lease - now)} end
+  if ARGV[4] == '1' then return {'lost', ''} end
+else
+  local born = tonumber(redis.call('GET', KEYS[3]) or '')
+  if not born then
+    born = now
+    redis.call('SET', KEYS[3], string.format('%.0f', now))
+  end
+  local grace = tonumber(ARGV[5])
+  if now - born < grace then return {'settle', string.format('%.0f', born + grace - now)} end
+end
+local lease = now + tonumber(ARGV[2])
+local value = ARGV[1] .. '|' .. string.format('%.0f', lease)
+redis.call('SET', KEYS[2], value, 'PX', math.max(tonumber(ARGV[2]), tonumber(ARGV[3])))
+return {'mine', string.format('%.0f', lease)}
+`;
+
+/**
+ * A keyed write succeeded: its result is kept (the first one stored stays), and the call's
+ * marker is let go if it still holds it. KEYS: the result, the marker; ARGV: the result's text,
+ * its ttl ms, the claim id ('' for a write decided without the fleet).
+ */
+export const LEDGER_COMPLETE = `
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX')
+if ARGV[3] ~= '' then
+  local held = redis.call('GET', KEYS[2])
+  if held and string.sub(held, 1, #ARGV[3] + 1) == ARGV[3] .. '|' then redis.call('DEL', KEYS[2]) end
+end
+return 0
+`;
+
+/** Frees an in-flight marker only if this call holds it. KEYS: the marker; ARGV: the claim id. */
+export const LEDGER_RELEASE = `
+local held = redis.call('GET', KEYS[1])
+if held and string.sub(held, 1, #ARGV[1] + 1) == ARGV[1] .. '|' then redis.call('DEL', KEYS[1]) end
+return 0
+`;
+
+/**
+ * Puts back a breaker verdict after an outage, unless Redis holds one reached later: then
+ * publishes it (and, for an open one, holds the probe lease for the open time left). KEYS: the
+ * verdict, the lease; ARGV: the verdict (JSON), its time, lease ms (0: none), the lease holder,
+ * the channel, the message, the verdict's ttl ms. Returns 1 when it was put back.
+ */
+export const VERDICT_RESYNC = `
+local stored = redis.call('GET', KEYS[1])
+if stored then
+  local ok, v = pcall(cjson.decode, stored)
+  if ok and type(v) == 'table' and tonumber(v.at) and tonumber(v.at) >= tonumber(ARGV[2]) then
+    return 0
+  end
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[7])
+if tonumber(ARGV[3]) > 0 then redis.call('SET', KEYS[2], ARGV[4], 'PX', ARGV[3]) end
+redis.call('PUBLISH', ARGV[5], ARGV[6])
+return 1
+`;
+
+/** Starts the fleet's epoch if Redis has none (it started empty). KEYS: the epoch key. */
+export const EPOCH = `
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  local t = redis.call('TIME')
+  redis.call('SET', KEYS[1], string.format('%.0f', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)))
+end
+return 0
 `;

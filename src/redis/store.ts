@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import { ioredis } from "./peer.js";
 import type { Clock } from "../clock.js";
@@ -19,7 +20,7 @@ import { emptyTotals, LATENCY_BUCKET_COUNT, latencyBucket } from "../health/wind
 import { describeThrown, redact, safeLogger } from "../telemetry/redact.js";
 import { agentsKey, AgentKeys, checkPrefix, decodeName, encodeName } from "./keys.js";
 import { RedisFleetSync } from "./fleet-sync.js";
-import { ADD, READ, RING } from "./scripts.js";
+import { APPLY, READ } from "./scripts.js";
 
 export interface RedisStoreOptions {
   /** An ioredis client (6.x); the store neither connects nor quits it. */
@@ -46,18 +47,19 @@ export interface RedisStoreOptions {
   clock?: Clock;
 }
 
-/** The scripts, as queued on a MULTI (their replies come from exec()). */
+/** The scripts, as queued on a pipeline: one array, the key count first, then keys and args. */
 interface Scripts {
-  selfhealAdd(key: string, ttlMs: number, ...fieldsAndDeltas: (string | number)[]): Multi;
-  selfhealRing(key: string, size: number, ttlMs: number, ...scopesAndValues: string[]): Multi;
-  selfhealRead(keyCount: number, ...keysAndArgs: (string | number)[]): Multi;
+  selfhealApply(keyCountKeysAndArgs: (string | number)[]): Pipeline;
+  selfhealRead(keyCountKeysAndArgs: (string | number)[]): Pipeline;
 }
-type Multi = ReturnType<Redis["multi"]> & Scripts;
+type Pipeline = ReturnType<Redis["pipeline"]> & Scripts;
 
-/** Counts to add to the hashes of one agent, by key. */
+/** Counts to add to the hashes of one agent, by key, and LLM outcomes to push on its rings. */
 class AgentBatch {
   readonly hashes = new Map<string, { ttlMs: number; fields: Map<string, number> }>();
-  readonly ring: string[] = [];
+  ring: string[] = [];
+  /** Calls and tasks recorded into it. */
+  records = 0;
 
   constructor(readonly keys: AgentKeys) {}
 
@@ -66,7 +68,47 @@ class AgentBatch {
     if (!hash) this.hashes.set(key, (hash = { ttlMs, fields: new Map() }));
     hash.fields.set(field, (hash.fields.get(field) ?? 0) + delta);
   }
+
+  get empty(): boolean {
+    return this.hashes.size === 0 && this.ring.length === 0;
+  }
 }
+
+/**
+ * A batch that went on the wire: an id Redis keeps (`SET NX PX` in the script that applies it)
+ * and contents that never take newer records, so sending it again (after a timeout, a lost
+ * connection, a stalled event loop) applies nothing if it had landed.
+ */
+interface Flight {
+  /** This worker's random id, then a sequence number. */
+  readonly id: string;
+  /**
+   * Each agent's part, applied by its own script call (every key of one agent shares its hash
+   * tag, so one Cluster slot); a part leaves once Redis has confirmed it.
+   */
+  readonly parts: Map<string, AgentBatch>;
+  /** When it was first sent (store clock, ms). */
+  readonly sentAt: number;
+  /** Round trips it went out in. */
+  sends: number;
+  /** On the wire in a round trip that is still waiting for its answer. */
+  busy: boolean;
+}
+
+/** A read asked of a round trip: the agent's hash tag (its slot) and the READ script's arguments. */
+interface ReadRequest {
+  tag: string;
+  args: (string | number)[];
+}
+
+/** How a round trip went: whether everything in it was confirmed, and the read's reply. */
+interface Exchanged {
+  ok: boolean;
+  read?: unknown;
+}
+
+/** How long the LLM rings are kept after their last push, ms. */
+const RING_TTL_MS = 24 * 3_600_000;
 
 const DEFAULTS = { prefix: "selfheal", flushMs: 1_000, flushRecords: 500, commandTimeoutMs: 500 };
 
@@ -77,10 +119,20 @@ const DEFAULTS = { prefix: "selfheal", flushMs: 1_000, flushRecords: 500, comman
  * waiting and reads the agent's buckets, summed on the server, in the same round trip; buckets of
  * all workers add up, so the fleet's rates and P95 are those of all its calls.
  *
- * Redis down, slow or restarted: nothing throws. Every record is also kept in local memory; while
- * Redis is away, reads come from there (this worker's calls only), state listeners hear
- * `degraded`, what was not sent is kept (as counts per bucket: bounded) and sent when Redis is
- * back, and connection trouble is logged once per `logIntervalMs`.
+ * Counts are applied exactly once. Each batch has an id (this worker's random id and a sequence
+ * number); the script that applies an agent's part first sets `prefix:{agent}:b:<id>` with
+ * `NX PX` and applies nothing if it was set, so a batch whose answer never came (a timeout, a
+ * lost connection, an event loop that stalled past the timeout) is sent again with the same id
+ * and the same contents, never merged with newer records. A late answer still confirms it. An id
+ * is kept twice the call window (20 min by default); a batch is resent for at most one call
+ * window (by then its call buckets have left every read) and then given up, with a log line.
+ *
+ * Redis down, slow or restarted: nothing throws, and no call waits. Every record is also kept in
+ * local memory; while Redis is away, reads come from there (this worker's calls only), state
+ * listeners hear `degraded`, records that never went on the wire wait merged as counts per bucket
+ * (bounded) and go in one batch when Redis is back, and connection trouble is logged once per
+ * `logIntervalMs`. Unconfirmed batches stay few: while Redis is away a new one is sent only when
+ * no older one is waiting for its answer.
  */
 export class RedisSignalStore implements SignalStore {
   readonly windows: SignalWindows;
@@ -95,15 +147,30 @@ export class RedisSignalStore implements SignalStore {
   private readonly options: typeof DEFAULTS & { logIntervalMs: number };
   private readonly callBucketMs: number;
   private readonly taskBucketMs: number;
+  /** How long Redis keeps a batch id, ms: longer than any resend of the batch can happen. */
+  private readonly idTtlMs: number;
+  /** How long an unconfirmed batch is sent again, ms. */
+  private readonly resendForMs: number;
   private readonly agents = new Map<string, AgentKeys>();
   private readonly tools = new Map<string, Set<string>>();
+  /** Records not yet put on the wire: merged, as counts per bucket. */
   private pending = new Map<string, AgentBatch>();
   private pendingRecords = 0;
+  /** Batches sent but not confirmed, oldest first (resent as they are). */
+  private flights: Flight[] = [];
+  private readonly worker = randomBytes(8).toString("hex");
+  private sequence = 0;
+  private readonly counts = { resends: 0, duplicates: 0 };
+  /** Round trips waiting for their answer. */
+  private readonly running = new Set<Promise<Exchanged>>();
+  private autoRunning = false;
   private degraded = false;
   private lastLogAt = Number.NEGATIVE_INFINITY;
   private readonly listeners = new Set<(state: StoreState) => void>();
   private cancelTimer: (() => void) | undefined;
   private closed = false;
+  /** Closed and the last round trip done: nothing more goes out. */
+  private finished = false;
   /** The latest time a caller passed in. */
   private latest = Number.NEGATIVE_INFINITY;
 
@@ -130,6 +197,8 @@ export class RedisSignalStore implements SignalStore {
     this.local = new MemorySignalStore(this.windows);
     this.callBucketMs = this.windows.callWindowMs / this.windows.buckets;
     this.taskBucketMs = this.windows.taskWindowMs / this.windows.buckets;
+    this.resendForMs = this.windows.callWindowMs;
+    this.idTtlMs = Math.ceil(2 * this.windows.callWindowMs);
     this.clock = options.clock ?? systemClock;
     this.logger = safeLogger(options.logger ?? console);
     this.ownsClient = options.client === undefined;
@@ -143,8 +212,7 @@ export class RedisSignalStore implements SignalStore {
         retryStrategy: (times) => Math.min(100 * 2 ** Math.min(times, 6), 5_000),
         protocol: 3,
       });
-    client.defineCommand("selfhealAdd", { numberOfKeys: 1, lua: ADD });
-    client.defineCommand("selfhealRing", { numberOfKeys: 1, lua: RING });
+    client.defineCommand("selfhealApply", { lua: APPLY });
     client.defineCommand("selfhealRead", { lua: READ });
     RedisFleetSync.define(client);
     client.on("error", (error: unknown) => {
@@ -185,8 +253,11 @@ export class RedisSignalStore implements SignalStore {
     if (record.empty !== undefined) {
       const v = record.empty ? "1" : "0";
       batch.ring.push(`t:${tool}`, v, "a", v);
+      // A ring keeps only the last N: older outcomes waiting would be pushed out anyway.
+      const keep = 4 * this.windows.llmSampleSize;
+      if (batch.ring.length > 2 * keep) batch.ring = batch.ring.slice(-keep);
     }
-    this.counted();
+    this.counted(batch);
   }
 
   recordTask(record: TaskRecord, now: number): void {
@@ -196,7 +267,7 @@ export class RedisSignalStore implements SignalStore {
     const key = batch.keys.tasks(Math.floor(now / this.taskBucketMs));
     const field = record.outcome === "completed" ? "ok" : "f";
     batch.add(key, this.windows.taskWindowMs + this.taskBucketMs, field, 1);
-    this.counted();
+    this.counted(batch);
   }
 
   /** The fleet's signals (this worker's waiting records sent in the same round trip). */
@@ -213,12 +284,12 @@ export class RedisSignalStore implements SignalStore {
     const callKeys = Array.from({ length: n }, (_, i) => keys.calls(newest - i));
     const taskKeys = Array.from({ length: n }, (_, i) => keys.tasks(newestTask - i));
     const recent = Math.ceil(this.windows.recentWindowMs / this.callBucketMs);
-    const raw = await this.send((multi) =>
-      multi.selfhealRead(2 * n + 1, ...callKeys, ...taskKeys, keys.llm, n, recent),
-    );
-    const reply = raw?.at(-1);
-    if (!raw || !Array.isArray(reply)) return this.local.read(agent, now);
-    return this.parse(reply as string[][]);
+    const { read } = await this.exchange({
+      tag: keys.tag,
+      args: [2 * n + 1, ...callKeys, ...taskKeys, keys.llm, n, recent],
+    });
+    if (!Array.isArray(read)) return this.local.read(agent, now);
+    return this.parse(read as string[][]);
   }
 
   /** Says when Redis goes away and comes back (the engine turns it into an event and a metric). */
@@ -237,56 +308,177 @@ export class RedisSignalStore implements SignalStore {
     return this.degraded;
   }
 
-  /** Sends what is waiting now (also done on a timer and on close). */
-  async flush(): Promise<void> {
-    await this.send(() => undefined);
+  /**
+   * Records this worker has recorded that Redis has not confirmed yet: waiting to be sent, or
+   * sent without an answer (`batches` of them, each resent with its id).
+   */
+  get backlog(): { records: number; batches: number } {
+    let records = this.pendingRecords;
+    for (const flight of this.flights)
+      for (const part of flight.parts.values()) records += part.records;
+    return { records, batches: this.flights.length };
   }
 
+  /**
+   * Batches since the store was made: sent (each has an id); sent again because no answer came
+   * in time; answers saying Redis had applied that batch already (a count not doubled; answers
+   * that came after the client's own command timeout are not seen).
+   */
+  get stats(): { batches: number; resends: number; duplicates: number } {
+    return { batches: this.sequence, ...this.counts };
+  }
+
+  /**
+   * Sends what is waiting now (also done on a timer and on close), after the round trips already
+   * on the wire have their answer: when it resolves, every record made before the call has been
+   * confirmed by Redis, or the store is degraded.
+   */
+  async flush(): Promise<void> {
+    await this.settled();
+    // Records held back while Redis was away go once the first round trip says it is back.
+    const away = this.degraded;
+    if ((await this.exchange()).ok && away && this.waiting()) await this.exchange();
+  }
+
+  /** Sends what is left, once (however Redis is), then stops; closes the client if it made it. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.cancelTimer?.();
-    if (!this.degraded) await this.flush();
+    await this.settled();
+    await this.exchange(undefined, true);
+    this.finished = true;
+    const { records } = this.backlog;
+    if (records > 0)
+      this.logger.warn(`selfheal: closing with ${records} records Redis did not confirm`);
     this.fleet.close();
     if (this.ownsClient) this.client.disconnect();
   }
 
   /**
-   * One round trip: the waiting records (a MULTI, all or nothing) and, optionally, one more
-   * command. On failure the records go back to waiting and the store is degraded.
+   * One round trip: the batches waiting for an answer (resent as they are), the records waiting
+   * (as a new batch, unless Redis is away and an older batch still waits), the agents they are
+   * of, and the read asked for. One pipeline; on a Cluster, one per hash slot, sent together.
+   * Never throws: a failure degrades the store.
    */
-  private async send(also: (multi: Multi) => unknown): Promise<unknown[] | undefined> {
-    const batch = this.pending;
-    this.pending = new Map();
-    this.pendingRecords = 0;
-    const multi = this.client.multi() as Multi;
-    for (const [agent, b] of batch) {
-      multi.sadd(agentsKey(this.prefix), encodeName(agent));
-      for (const [key, hash] of b.hashes) {
-        const args: (string | number)[] = [];
-        for (const [field, delta] of hash.fields) args.push(field, delta);
-        multi.selfhealAdd(key, Math.ceil(hash.ttlMs), ...args);
-      }
-      if (b.ring.length)
-        multi.selfhealRing(b.keys.llm, this.windows.llmSampleSize, 24 * 3_600_000, ...b.ring);
-    }
-    const before = multi.length;
-    also(multi);
-    // Nothing waiting and nothing asked: no round trip (a MULTI counts itself in `length`).
-    if (batch.size === 0 && multi.length === before) return [];
+  private exchange(read?: ReadRequest, last = false): Promise<Exchanged> {
+    const work = this.exchangeNow(read, last);
+    this.running.add(work);
+    const done = () => {
+      this.running.delete(work);
+    };
+    void work.then(done, done);
+    return work;
+  }
+
+  private async exchangeNow(read: ReadRequest | undefined, last: boolean): Promise<Exchanged> {
+    if (this.finished) return { ok: false };
+    const deadline = this.clock.now() + this.options.commandTimeoutMs;
+    this.prune();
     try {
       await this.connected();
-      const results: [Error | null, unknown][] | null = await this.timed(multi.exec());
-      if (!results) throw new Error("Redis discarded the transaction");
-      for (const [error] of results) if (error) throw error;
-      this.setDegraded(false);
-      return results.map(([, value]) => value);
+      // Not connected: nothing goes on the wire, so the records keep waiting, merged.
+      if (this.client.status !== "ready")
+        throw new Error(`Redis connection is ${this.client.status}`);
     } catch (error) {
-      this.requeue(batch);
-      this.trouble(error);
-      this.setDegraded(true, error);
-      return undefined;
+      return this.failed(error);
     }
+    const flights = this.flights.filter((f) => !f.busy);
+    if (this.pending.size > 0 && (!this.degraded || last || this.flights.length === 0)) {
+      const flight: Flight = {
+        id: `${this.worker}.${(this.sequence++).toString(36)}`,
+        parts: this.pending,
+        sentAt: this.clock.now(),
+        sends: 0,
+        busy: false,
+      };
+      this.pending = new Map();
+      this.pendingRecords = 0;
+      this.flights.push(flight);
+      flights.push(flight);
+    }
+    // Nothing waiting and nothing asked: no round trip.
+    if (flights.length === 0 && !read) return { ok: true };
+
+    const pipelines = new Pipelines(this.client);
+    const sent: { flight: Flight; agent: string; at: Reply }[] = [];
+    const agents = new Set<string>();
+    for (const flight of flights) {
+      for (const [agent, part] of flight.parts) {
+        const at = pipelines.add(part.keys.tag, (p) =>
+          p.selfhealApply(this.applyArgs(flight, part)),
+        );
+        sent.push({ flight, agent, at });
+        agents.add(encodeName(agent));
+      }
+    }
+    // Not in any batch's script (another slot): idempotent on its own.
+    const set = agentsKey(this.prefix);
+    if (agents.size > 0) pipelines.add(set, (p) => p.sadd(set, ...agents));
+    const readAt = read && pipelines.add(read.tag, (p) => p.selfhealRead(read.args));
+
+    for (const flight of flights) {
+      flight.busy = true;
+      if (flight.sends++ > 0) this.counts.resends++;
+    }
+    const answered = pipelines.exec().then((replies) => {
+      // What landed is confirmed, even when the answer comes after the timeout.
+      for (const { flight, agent, at } of sent) {
+        if (replies.error(at)) continue;
+        if (replies.value(at) === 0) this.counts.duplicates++;
+        flight.parts.delete(agent);
+        if (flight.parts.size === 0) this.flights = this.flights.filter((f) => f !== flight);
+      }
+      return replies;
+    });
+    try {
+      const left = deadline - this.clock.now();
+      if (left <= 0)
+        throw new Error(`Redis did not answer within ${this.options.commandTimeoutMs} ms`);
+      const replies = await this.timed(answered, left);
+      const error = replies.firstError();
+      if (error) throw error;
+      this.setDegraded(false);
+      return { ok: true, read: readAt && replies.value(readAt) };
+    } catch (error) {
+      // Unconfirmed batches keep their id and contents: the next round trip sends them again.
+      return this.failed(error);
+    } finally {
+      for (const flight of flights) flight.busy = false;
+    }
+  }
+
+  /** The APPLY script's arguments for one agent's part of a batch. */
+  private applyArgs(flight: Flight, part: AgentBatch): (string | number)[] {
+    const keys = [`${part.keys.tag}:b:${flight.id}`];
+    const args: (string | number)[] = [this.idTtlMs, part.hashes.size];
+    for (const [key, hash] of part.hashes) {
+      keys.push(key);
+      args.push(Math.ceil(hash.ttlMs), hash.fields.size);
+      for (const [field, delta] of hash.fields) args.push(field, delta);
+    }
+    if (part.ring.length > 0) {
+      keys.push(part.keys.llm);
+      args.push(this.windows.llmSampleSize, RING_TTL_MS);
+      for (const value of part.ring) args.push(value);
+    }
+    return [keys.length, ...keys, ...args];
+  }
+
+  private failed(error: unknown): Exchanged {
+    this.trouble(error);
+    this.setDegraded(true, error);
+    return { ok: false };
+  }
+
+  /** Whether something could go out now (waiting records, or a batch not on the wire). */
+  private waiting(): boolean {
+    return this.pending.size > 0 || this.flights.some((f) => !f.busy);
+  }
+
+  /** Resolves when the round trips on the wire now have their answer (or timed out). */
+  private async settled(): Promise<void> {
+    await Promise.all([...this.running]);
   }
 
   /** Waits (within the command timeout) for a client that is still connecting at start. */
@@ -313,10 +505,10 @@ export class RedisSignalStore implements SignalStore {
   }
 
   /** Races a command against the store's own timeout (a user's client may have none). */
-  private timed<T>(work: Promise<T>): Promise<T> {
+  private timed<T>(work: Promise<T>, ms = this.options.commandTimeoutMs): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const cancel = this.clock.setTimer(
-        this.options.commandTimeoutMs,
+        ms,
         () => {
           reject(new Error(`Redis did not answer within ${this.options.commandTimeoutMs} ms`));
         },
@@ -335,21 +527,42 @@ export class RedisSignalStore implements SignalStore {
     });
   }
 
-  /** Records that could not be sent wait again; buckets already out of every window are dropped. */
-  private requeue(batch: Map<string, AgentBatch>): void {
+  /**
+   * Drops buckets already out of every window from what waits (they would never be read), and
+   * gives up batches Redis has not confirmed for `resendForMs` (their ids outlive any resend).
+   */
+  private prune(): void {
     const oldestCall = Math.floor(this.latest / this.callBucketMs) - this.windows.buckets;
     const oldestTask = Math.floor(this.latest / this.taskBucketMs) - this.windows.buckets;
-    for (const [agent, b] of batch) {
-      const into = this.batch(agent);
-      for (const [key, hash] of b.hashes) {
+    const trim = (part: AgentBatch) => {
+      for (const key of part.hashes.keys()) {
         const epoch = Number(key.slice(key.lastIndexOf(":") + 1));
-        const oldest = key.includes("}:t:") ? oldestTask : oldestCall;
-        if (epoch < oldest) continue;
-        for (const [field, delta] of hash.fields) into.add(key, hash.ttlMs, field, delta);
+        if (epoch < (key.includes("}:t:") ? oldestTask : oldestCall)) part.hashes.delete(key);
       }
-      // A ring keeps only the last N: older outcomes waiting would be pushed out anyway.
-      into.ring.unshift(...b.ring.slice(-4 * this.windows.llmSampleSize));
+    };
+    for (const [agent, part] of this.pending) {
+      trim(part);
+      if (part.empty) {
+        this.pending.delete(agent);
+        this.pendingRecords -= part.records;
+      }
     }
+    const now = this.clock.now();
+    this.flights = this.flights.filter((flight) => {
+      for (const [agent, part] of flight.parts) {
+        trim(part);
+        if (part.empty) flight.parts.delete(agent);
+      }
+      if (!flight.busy && now - flight.sentAt > this.resendForMs && flight.parts.size > 0) {
+        let records = 0;
+        for (const part of flight.parts.values()) records += part.records;
+        this.logger.warn(
+          `selfheal: Redis did not confirm a batch of ${records} records in ${Math.round(this.resendForMs / 1_000)} s; it is no longer sent`,
+        );
+        return false;
+      }
+      return flight.parts.size > 0;
+    });
   }
 
   private parse([calls = [], recent = [], tasks = [], rings = []]: string[][]): AgentSignals {
@@ -438,8 +651,19 @@ export class RedisSignalStore implements SignalStore {
     if (now > this.latest) this.latest = now;
   }
 
-  private counted(): void {
-    if (++this.pendingRecords >= this.options.flushRecords && !this.degraded) void this.flush();
+  private counted(batch: AgentBatch): void {
+    batch.records++;
+    if (++this.pendingRecords >= this.options.flushRecords && !this.degraded) this.autoFlush();
+  }
+
+  /** A flush of the timer or of `flushRecords`: one at a time, the next right after if due. */
+  private autoFlush(): void {
+    if (this.autoRunning || this.closed) return;
+    this.autoRunning = true;
+    void this.exchange().then(() => {
+      this.autoRunning = false;
+      if (!this.degraded && this.pendingRecords >= this.options.flushRecords) this.autoFlush();
+    });
   }
 
   private schedule(): void {
@@ -447,9 +671,8 @@ export class RedisSignalStore implements SignalStore {
     this.cancelTimer = this.clock.setTimer(
       this.options.flushMs,
       () => {
-        void this.flush().finally(() => {
-          this.schedule();
-        });
+        this.autoFlush();
+        this.schedule();
       },
       { unref: true },
     );
@@ -517,4 +740,72 @@ function ring(flat: string[], scope: string, size: number): { total: number; emp
     else if (flat[i + 1] === "1" && Number(what) < size) empty++;
   }
   return { total: Math.min(pushes, size), empty };
+}
+
+/** Where one command's reply is: its pipeline and its index in it. */
+interface Reply {
+  group: string;
+  index: number;
+}
+
+/**
+ * The pipelines of one round trip: one for a single Redis; on a Cluster one per hash slot (a
+ * Cluster pipeline must stay on one node), all sent at once.
+ */
+class Pipelines {
+  private readonly groups = new Map<string, Pipeline>();
+  private readonly cluster: boolean;
+
+  constructor(private readonly client: Redis) {
+    this.cluster = (client as { isCluster?: boolean }).isCluster === true;
+  }
+
+  /** Queues a command on the pipeline of `slot` (a hash tag, or a key without one). */
+  add(slot: string, queue: (pipeline: Pipeline) => unknown): Reply {
+    const group = this.cluster ? slot : "";
+    let pipeline = this.groups.get(group);
+    if (!pipeline) this.groups.set(group, (pipeline = this.client.pipeline() as Pipeline));
+    const index = pipeline.length;
+    queue(pipeline);
+    return { group, index };
+  }
+
+  async exec(): Promise<Replies> {
+    const entries = [...this.groups];
+    const results = await Promise.all(
+      entries.map(([, pipeline]) =>
+        pipeline.exec().then(
+          (replies) => replies ?? new Error("Redis discarded the pipeline"),
+          (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
+        ),
+      ),
+    );
+    return new Replies(new Map(entries.map(([group], i) => [group, results[i]])));
+  }
+}
+
+/** The replies of a round trip, by pipeline (an Error for a pipeline that failed as a whole). */
+class Replies {
+  constructor(
+    private readonly groups: Map<string, [Error | null, unknown][] | Error | undefined>,
+  ) {}
+
+  error(at: Reply): Error | undefined {
+    const replies = this.groups.get(at.group);
+    if (!Array.isArray(replies)) return replies ?? new Error("no reply");
+    return replies[at.index]?.[0] ?? undefined;
+  }
+
+  value(at: Reply): unknown {
+    const replies = this.groups.get(at.group);
+    return Array.isArray(replies) ? replies[at.index]?.[1] : undefined;
+  }
+
+  firstError(): Error | undefined {
+    for (const replies of this.groups.values()) {
+      if (!Array.isArray(replies)) return replies ?? new Error("no reply");
+      for (const [error] of replies) if (error) return error;
+    }
+    return undefined;
+  }
 }

@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createServer, type Server, type Socket } from "node:net";
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { redisStore } from "../../src/redis/index.js";
 import { freePort } from "../helpers/binaries.js";
@@ -180,6 +181,72 @@ describe.skipIf(!available)("selfheal status on a real redis-server (built CLI)"
     oneLine(unknown);
   });
 
+  it("hostile agent and tool names (lone surrogates, :, {, }, *, newlines, 10 KB): one line each, exact in --json", async () => {
+    const long = `${"n".repeat(10_000)}:end`;
+    const agents = ["\uD800lone", "evil\nsupport: critical", "{x}*:y|z", long];
+    const tools = ["t\uDC00", "charge\r\n    forged  healthy", "*", "{tag}", long];
+    const store = redisStore({ url: redis.url, prefix: "hostile" });
+    const now = Date.now();
+    for (const agent of agents)
+      for (const tool of tools)
+        store.recordCall({ agent, tool, outcome: "success", durationMs: 10 }, now);
+    await store.flush();
+    expect(store.isDegraded).toBe(false);
+    await store.close();
+
+    const out = await selfheal(["status", "--redis", redis.url, "--prefix", "hostile"]);
+    expect(out.stderr).toBe("");
+    expect(out.status).toBe(0);
+    const lines = out.stdout.trimEnd().split("\n");
+    for (const line of lines) {
+      expect(line).not.toMatch(/[\u0000-\u001f\u007f]|[\uD800-\uDFFF]/); // eslint-disable-line no-control-regex
+      expect(line.length).toBeLessThan(200);
+    }
+    // One header per agent, nothing forged by a name's newline.
+    const headers = lines.filter((l) => /^\S.*: (healthy|warning|critical)$/.test(l));
+    expect(headers).toHaveLength(agents.length);
+    expect(lines).not.toContain("support: critical");
+    expect(lines.filter((l) => /^ {4}\S/.test(l))).toHaveLength(agents.length * tools.length);
+    expect(lines.some((l) => l.trim().startsWith("forged"))).toBe(false);
+    expect(out.stdout).toContain("nnnn… (10004 chars): healthy");
+    expect(lines).toContain("\uFFFDlone: healthy"); // a lone surrogate, as a terminal shows it
+    expect(out.stdout).toContain("evil\\nsupport: critical: healthy");
+
+    const json = await selfheal(["status", "--redis", redis.url, "--prefix", "hostile", "--json"]);
+    expect(json.status).toBe(0);
+    const fleet = JSON.parse(json.stdout) as {
+      agents: { agent: string; tools: Record<string, unknown> }[];
+    };
+    expect(fleet.agents.map((a) => a.agent).sort()).toEqual([...agents].sort());
+    for (const a of fleet.agents) expect(Object.keys(a.tools).sort()).toEqual([...tools].sort());
+
+    const one = await selfheal([
+      "status",
+      "--redis",
+      redis.url,
+      "--prefix",
+      "hostile",
+      "--agent",
+      "{x}*:y|z",
+      "--json",
+    ]);
+    expect(
+      (JSON.parse(one.stdout) as { agents: { agent: string }[] }).agents.map((a) => a.agent),
+    ).toEqual(["{x}*:y|z"]);
+    const unknown = await selfheal([
+      "status",
+      "--redis",
+      redis.url,
+      "--prefix",
+      "hostile",
+      "--agent",
+      "x",
+    ]);
+    expect(unknown.status).toBe(1);
+    oneLine(unknown);
+    expect(unknown.stderr.length).toBeLessThan(400); // the 10 KB name is cut
+  });
+
   it("without ioredis installed: demo runs; status says what to install, exit 1", async () => {
     const demo = await selfheal(["demo", "--json"], WITHOUT_IOREDIS);
     expect(demo.status).toBe(0);
@@ -189,6 +256,152 @@ describe.skipIf(!available)("selfheal status on a real redis-server (built CLI)"
     expect(out.stderr).toBe(
       "selfheal: status needs ioredis, an optional peer: npm install ioredis\n",
     );
+  });
+});
+
+/** Two halves no message may show, whatever was cut between them. */
+const HEAD = "xyzzyHead";
+const TAIL = "plughTail";
+
+/** Whether a run shows a password, or a part of it, in any form. */
+function expectHidden(out: Run, password: string): void {
+  const text = `${out.stdout}\n${out.stderr}`;
+  const forms = [password, encodeURIComponent(password), encodeURI(password), HEAD, TAIL];
+  for (const form of forms) expect(text.toLowerCase()).not.toContain(form.toLowerCase());
+}
+
+describe.skipIf(!available)("selfheal status: credentials are never shown (built CLI)", () => {
+  // Each password is a user's (ACL), the default user's is the one with every character: the
+  // server requires a password.
+  const SEPARATORS = ["@", "/", ":", "%", "#", "?", "@/:%#?"];
+  const passwordOf = (separator: string) => `${HEAD}${separator}${TAIL}`;
+  let redis: RunningRedis;
+  let admin: Redis;
+  beforeAll(async () => {
+    redis = await startRedis();
+    const store = redisStore({ url: redis.url, prefix: "secret" });
+    store.recordCall(
+      { agent: "billing", tool: "charge", outcome: "success", durationMs: 5 },
+      Date.now(),
+    );
+    await store.flush();
+    await store.close();
+    admin = new Redis(redis.url);
+    for (const [i, separator] of SEPARATORS.entries())
+      await admin.acl(
+        "SETUSER",
+        `user${i}`,
+        "on",
+        `>${passwordOf(separator)}`,
+        "~*",
+        "&*",
+        "+@all",
+      );
+    await admin.config("SET", "requirepass", passwordOf("@/:%#?"));
+  });
+  afterAll(async () => {
+    admin.disconnect();
+    await redis.stop();
+  });
+
+  const host = () => `127.0.0.1:${redis.port}`;
+  const run = (url: string, ...more: string[]) =>
+    selfheal(["status", "--redis", url, "--prefix", "secret", ...more]);
+
+  it.each(SEPARATORS.map((sep, i) => [sep, i] as const))(
+    "a password with %j, percent-encoded: read, shown as host and port only",
+    async (separator, i) => {
+      const password = passwordOf(separator);
+      const out = await run(`redis://user${i}:${encodeURIComponent(password)}@${host()}/0`);
+      expect(out.stderr).toBe("");
+      expect(out.status).toBe(0);
+      expect(out.stdout).toContain(`fleet under prefix "secret" at redis://${host()}/0, `);
+      expect(out.stdout).toMatch(/^billing: healthy$/m);
+      expect(out.stdout).not.toContain(`user${i}`);
+      expectHidden(out, password);
+    },
+  );
+
+  it.each(SEPARATORS.map((sep, i) => [sep, i] as const))(
+    "a password with %j, written raw: read or refused, never shown",
+    async (separator, i) => {
+      const password = passwordOf(separator);
+      for (const url of [
+        `redis://user${i}:${password}@${host()}`,
+        `redis://:${password}@${host()}`,
+      ]) {
+        const out = await run(url);
+        expectHidden(out, password);
+        if (out.status !== 0) oneLine(out);
+        // "@" and ":" parse as meant; "/", "?" and "#" split the URL early (malformed, never
+        // connected to); "%" must start an escape ("%pl" does not: malformed).
+        const expected = separator === "@" || separator === ":" ? [0, 1] : [2];
+        expect(expected).toContain(out.status);
+        if (out.status === 2)
+          expect(out.stderr).toMatch(/^selfheal: --redis: malformed URL \(not shown/);
+      }
+    },
+  );
+
+  it('a password whose first digits would pass for a port (a raw "#" or "?" after them): malformed', async () => {
+    for (const url of [
+      `redis://default:4321#${TAIL}@${host()}`,
+      `redis://default:4321?${TAIL}@${host()}`,
+    ]) {
+      const out = await run(url);
+      expect(out.status).toBe(2);
+      expect(out.stderr).not.toContain("4321");
+      expectHidden(out, `4321#${TAIL}`);
+      oneLine(out);
+    }
+  });
+
+  it("the server refuses: a wrong password, none at all (exit 1, host and port only)", async () => {
+    const wrong = `${HEAD}@/:%${TAIL}`;
+    const refused = await run(`redis://:${encodeURIComponent(wrong)}@${host()}`);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toMatch(
+      new RegExp(`^selfheal: cannot read the fleet from redis://${host()}: .*WRONGPASS`),
+    );
+    expectHidden(refused, wrong);
+    oneLine(refused);
+    const none = await run(`redis://${host()}`);
+    expect(none.status).toBe(1);
+    expect(none.stderr).toMatch(/NOAUTH/);
+    oneLine(none);
+  });
+
+  it("a URL in the wrong place (a positional argument, --prefix, a misspelt flag) is not echoed", async () => {
+    const password = passwordOf("@/:%#?");
+    const url = `redis://:${encodeURIComponent(password)}@${host()}`;
+    for (const args of [
+      ["status", url],
+      ["status", "--redis", url, "--prefix", url],
+      ["status", `--rediss=${url}`],
+      ["status", "--redis", url, url],
+    ]) {
+      const out = await selfheal(args);
+      expect(out.status).toBe(2);
+      expectHidden(out, password);
+      oneLine(out);
+    }
+  });
+
+  it("a URL that does not parse is not printed in any part", async () => {
+    for (const url of [
+      "not a url",
+      `redis://:${HEAD}/${TAIL}@[::1`,
+      `${HEAD}:${TAIL}@host`,
+      `redis://:${HEAD}%zz${TAIL}@${host()}`,
+    ]) {
+      const out = await run(url);
+      expect(out.status).toBe(2);
+      expect(out.stdout).toBe("");
+      expect(out.stderr).toMatch(/^selfheal: --redis: malformed URL \(not shown/);
+      expect(out.stderr).not.toContain("not a url");
+      expectHidden(out, HEAD);
+      oneLine(out);
+    }
   });
 });
 
@@ -204,14 +417,8 @@ describe("selfheal status: bad flags and an unreachable Redis (built CLI)", () =
       ["status", "--redis", "http://127.0.0.1:6379"],
       /^selfheal: --redis must be a redis:\/\/ or rediss:\/\/ URL, got the scheme "http:\/\/"/,
     ],
-    [
-      ["status", "--redis", "127.0.0.1:6379"],
-      /^selfheal: --redis must be a redis:\/\/ or rediss:\/\/ URL/,
-    ],
-    [
-      ["status", "--redis", "not a url"],
-      /^selfheal: --redis must be a redis:\/\/ or rediss:\/\/ URL, got "not a url"/,
-    ],
+    [["status", "--redis", "127.0.0.1:6379"], /^selfheal: --redis: malformed URL \(not shown/],
+    [["status", "--redis", "not a url"], /^selfheal: --redis: malformed URL \(not shown/],
     [
       ["status", "--redis", "redis://127.0.0.1:6379/x"],
       /^selfheal: --redis: the database must be a number/,

@@ -579,7 +579,7 @@ describe("createSelfHealing refuses a bad option, naming the field and the probl
       "unknown ledger option",
       { recovery: { ledger: { size: 10 } } },
       "recovery.ledger.size",
-      /unknown option \(known: ttlMs, maxEntries\)/,
+      /unknown option \(known: ttlMs, maxEntries, whenFleetDown\)/,
     ],
     [
       "zero ledger ttlMs",

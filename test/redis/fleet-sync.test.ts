@@ -1,7 +1,10 @@
+import { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
-import { createSelfHealing, type SelfHealing } from "../../src/index.js";
+import { systemClock, type Clock } from "../../src/clock.js";
+import { createSelfHealing, isInFlightElsewhereError, type SelfHealing } from "../../src/index.js";
 import type { Notifier } from "../../src/notify/index.js";
 import { redisStore, type RedisSignalStore } from "../../src/redis/index.js";
+import { hashKey } from "../../src/telemetry/spans.js";
 import { thrownFault } from "../../src/testing/index.js";
 import { haveRedis, redisForSuite } from "../helpers/redis-server.js";
 
@@ -135,6 +138,123 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
       await closeAll([first, late]);
     }, 20_000);
 
+    it("the probe lease is held through the open period: a worker whose clock runs ahead cannot probe before it ends", async () => {
+      const p1Requests: { worker: string; at: number }[] = [];
+      const make = (name: string, clock?: Clock) => {
+        const store = redisStore({ url: suite.redis.url, prefix: "lease1" });
+        const sh = createSelfHealing({
+          agent: "fleet",
+          store,
+          logger: { warn: () => undefined },
+          ...(clock && { clock }),
+          recovery: {
+            providers: [{ name: "p1" }, { name: "p2" }],
+            breaker: { baseOpenMs: 2_500, probeTimeoutMs: 300 },
+            plans: { SERVICE_DOWN: ["circuit_break", "failover_to_secondary"] },
+          },
+        });
+        const complete = sh.tool(
+          "complete",
+          { readOnly: true, providers: ["p1", "p2"] },
+          (_: undefined, ctx) => {
+            if (ctx.provider === "p1") {
+              p1Requests.push({ worker: name, at: Date.now() });
+              throw thrownFault("http_503");
+            }
+            return "ok";
+          },
+        );
+        const opened: string[] = [];
+        sh.on("circuit-change", (e) => {
+          if (e.state === "open") opened.push(e.dependency);
+        });
+        return { sh, store, complete, opened };
+      };
+      // B's clock is 10 s ahead: A's open period is already over by B's reckoning.
+      const ahead: Clock = { ...systemClock, now: () => systemClock.now() + 10_000 };
+      const a = make("a");
+      const b = make("b", ahead);
+      await sleep(200); // subscribers connected
+      await a.complete(undefined); // p1 fails; the plan opens its breaker for 2.5 s; p2 answers
+      const openUntil = Date.now() + 2_500;
+      expect(a.opened).toEqual(["p1"]);
+      await waitFor(() => b.opened.includes("p1"));
+      // The lease is A's for the whole open period...
+      const leaseKey = "lease1:{fleet}:lease:p1";
+      expect(await suite.admin.pttl(leaseKey)).toBeGreaterThan(1_500);
+      // ...so B, half-open by its own clock, asks for it and is refused until the period ends.
+      while (Date.now() < openUntil - 300) {
+        await b.complete(undefined);
+        await sleep(50);
+      }
+      expect(p1Requests.map((r) => r.worker)).toEqual(["a"]);
+      await closeAll([a, b]);
+    }, 20_000);
+
+    it("fleets on db 0 and db 1 of one server with the same prefix do not share verdicts", async () => {
+      const make = (db: number) => {
+        const store = redisStore({ url: `${suite.redis.url}/${db}`, prefix: "dbiso" });
+        const sh = createSelfHealing({
+          agent: "fleet",
+          store,
+          logger: { warn: () => undefined },
+          recovery: {
+            providers: [{ name: "p1" }, { name: "p2" }],
+            breaker: { baseOpenMs: 60_000 },
+            plans: { SERVICE_DOWN: ["circuit_break", "failover_to_secondary"] },
+          },
+        });
+        const complete = sh.tool(
+          "complete",
+          { readOnly: true, providers: ["p1", "p2"] },
+          (_: undefined, ctx) => {
+            if (ctx.provider === "p1") throw thrownFault("http_503");
+            return "ok";
+          },
+        );
+        const opened: string[] = [];
+        sh.on("circuit-change", (e) => {
+          if (e.state === "open") opened.push(e.dependency);
+        });
+        return { sh, store, complete, opened };
+      };
+      const [a, b, c, d] = [make(0), make(0), make(1), make(1)] as const;
+      expect([a, b, c, d].map((w) => w.store.fleet.breakerChannel)).toEqual([
+        "dbiso:breakers",
+        "dbiso:breakers",
+        "dbiso:breakers:db1",
+        "dbiso:breakers:db1",
+      ]);
+      // Every subscriber listens before anyone trips.
+      for (const deadline = Date.now() + 5_000; ; await sleep(20)) {
+        const reply = (await suite.admin.pubsub(
+          "NUMSUB",
+          "dbiso:breakers",
+          "dbiso:breakers:db1",
+        )) as [string, number, string, number];
+        if (reply[1] === 2 && reply[3] === 2) break;
+        if (Date.now() > deadline) throw new Error("the workers did not subscribe in time");
+      }
+      // A (db 0) trips: B (db 0) hears it, C and D (db 1) do not.
+      await a.complete(undefined);
+      await waitFor(() => b.opened.includes("p1"));
+      await sleep(300);
+      expect([c.opened, d.opened]).toEqual([[], []]);
+      // C (db 1) trips: D hears it.
+      await c.complete(undefined);
+      await waitFor(() => d.opened.includes("p1"));
+      expect([a.opened, b.opened, c.opened, d.opened]).toEqual([["p1"], ["p1"], ["p1"], ["p1"]]);
+      // Each database holds its own verdict.
+      const db1 = new Redis(`${suite.redis.url}/1`);
+      try {
+        expect(await suite.admin.exists("dbiso:{fleet}:breaker:p1")).toBe(1);
+        expect(await db1.exists("dbiso:{fleet}:breaker:p1")).toBe(1);
+      } finally {
+        db1.disconnect();
+      }
+      await closeAll([a, b, c, d]);
+    }, 20_000);
+
     it("ten workers escalating the same failure page once per throttle period", async () => {
       const pages: string[] = [];
       const pager: Notifier = {
@@ -221,6 +341,71 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
       await expect(b.charge({ order: "o2" })).resolves.toEqual({ charged: "o2" });
       expect(sent).toEqual(["a", "b"]);
       await closeAll([a, b]);
+    }, 20_000);
+  });
+
+  describe("a sender that crashed holding a key (it claimed, then neither shared nor let go)", () => {
+    it('"refuse" never sends it again; "local" sends it once the sender\'s lease has passed', async () => {
+      const prefix = "ledger3";
+      // The crashed worker: it claimed "o-3" for 300 ms (its deadline) and was never heard again.
+      const crashed = redisStore({
+        url: suite.redis.url,
+        prefix,
+        logger: { warn: () => undefined },
+      });
+      const write = crashed.fleet.write("charge", "o-3");
+      let claim = await write.claim(300, 24 * 3_600_000);
+      while (claim.kind === "settle") {
+        await sleep(claim.retryMs); // a new Redis: the restart grace
+        claim = await write.claim(300, 24 * 3_600_000);
+      }
+      expect(claim.kind).toBe("mine");
+      await crashed.close();
+      await sleep(400); // its lease is over; the marker stays (its result's lifetime)
+
+      const sent: string[] = [];
+      const make = (name: string, whenFleetDown: "refuse" | "local") => {
+        const store = redisStore({ url: suite.redis.url, prefix });
+        const sh = createSelfHealing({
+          agent: "pay",
+          store,
+          logger: { warn: () => undefined },
+          recovery: { ledger: { whenFleetDown } },
+        });
+        const charge = sh.tool(
+          "charge",
+          { readOnly: false, idempotencyKey: (o: { order: string }) => o.order },
+          (o: { order: string }) => {
+            sent.push(name);
+            return { charged: o.order, by: name };
+          },
+        );
+        return { sh, store, charge };
+      };
+      const strict = make("strict", "refuse");
+      const started = Date.now();
+      const error: unknown = await strict.charge({ order: "o-3" }).catch((e: unknown) => e);
+      expect(isInFlightElsewhereError(error)).toBe(true);
+      expect(Date.now() - started).toBeLessThan(2_000); // at once, not at the deadline
+      expect(sent).toEqual([]);
+      expect(
+        await suite.admin.pttl(`${prefix}:{fleet}:ledger:charge:${hashKey("o-3")}:inflight`),
+      ).toBeGreaterThan(3_600_000);
+      // A worker that chose "local" accepts that risk: the key is free after the lease.
+      const lenient = make("lenient", "local");
+      await expect(lenient.charge({ order: "o-3" })).resolves.toEqual({
+        charged: "o-3",
+        by: "lenient",
+      });
+      expect(sent).toEqual(["lenient"]);
+      // Its result is the fleet's now: the strict worker replays it.
+      await sleep(50); // the share is fired, not awaited
+      await expect(strict.charge({ order: "o-3" })).resolves.toEqual({
+        charged: "o-3",
+        by: "lenient",
+      });
+      expect(sent).toEqual(["lenient"]);
+      await closeAll([strict, lenient]);
     }, 20_000);
   });
 

@@ -1,9 +1,12 @@
+import { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
 import { createSelfHealing, isSelfHealConfigError } from "../../src/index.js";
 import { MemorySignalStore } from "../../src/health/memory-store.js";
 import type { CallRecord } from "../../src/health/store.js";
 import { redisStore } from "../../src/redis/index.js";
+import { METRIC_STORE_DEGRADED } from "../../src/telemetry/conventions.js";
 import { VirtualClock } from "../../src/testing/index.js";
+import { recordingMeters } from "../helpers/otel.js";
 import { haveRedis, redisForSuite } from "../helpers/redis-server.js";
 
 const available = haveRedis("Redis signal store");
@@ -73,7 +76,11 @@ describe.skipIf(!available)("redisStore on a real redis-server", () => {
     const keys = (await suite.admin.keys("t2:*")).sort();
     expect(keys.length).toBeGreaterThan(0);
     for (const key of keys) {
-      expect(key).toMatch(/^t2:(agents|\{(a%3Ab%20%7Bc%7D|plain)\}:[a-z]+(:\d+)?)$/);
+      // Buckets (`c:<epoch>`), rings (`llm`) and batch ids (`b:<worker>.<sequence>`); the
+      // fleet's own state under its tag.
+      expect(key).toMatch(
+        /^t2:(agents|\{fleet\}:[a-z:]+|\{(a%3Ab%20%7Bc%7D|plain)\}:([a-z]+(:\d+)?|b:[0-9a-f]{16}\.[0-9a-z]+))$/,
+      );
     }
     const read = await store.read("a:b {c}", now);
     expect([...read.tools.keys()]).toEqual(["x}:y z"]);
@@ -143,11 +150,191 @@ describe.skipIf(!available)("redisStore on a real redis-server", () => {
     await sh.close();
     await store.close();
   }, 20_000);
+
+  it("sends at flushRecords without waiting for flushMs: one round trip a batch, never one a call", async () => {
+    // The program's own client, so the test sees every write on its socket (a round trip each).
+    const client = new Redis(suite.redis.url);
+    await waitFor(() => client.status === "ready");
+    let roundTrips = 0;
+    const socket = client.stream;
+    const write = socket.write.bind(socket) as (...args: unknown[]) => boolean;
+    socket.write = (...args: unknown[]) => {
+      roundTrips++;
+      return write(...args);
+    };
+    const store = redisStore({ client, prefix: "t5", flushMs: 60_000, flushRecords: 10 });
+    const at = Date.UTC(2026, 0, 1);
+    const call: CallRecord = { agent: "a", tool: "search", outcome: "success", durationMs: 5 };
+    const inRedis = async () =>
+      Number(await suite.admin.hget(`t5:{a}:c:${Math.floor(at / 10_000)}`, "search|ok"));
+
+    for (let i = 0; i < 9; i++) store.recordCall(call, at);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(roundTrips).toBe(0); // 9 < flushRecords, and flushMs is a minute away
+    expect(await inRedis()).toBe(0);
+
+    store.recordCall(call, at); // the 10th
+    await waitFor(async () => (await inRedis()) === 10, 2_000);
+    expect(roundTrips).toBe(1);
+
+    // 95 recorded at once: the batch started at the 10th takes every one of them.
+    for (let i = 0; i < 95; i++) store.recordCall(call, at);
+    await waitFor(async () => (await inRedis()) === 105, 2_000);
+    expect(roundTrips).toBe(2);
+    expect(store.stats).toEqual({ batches: 2, resends: 0, duplicates: 0 });
+    await store.close();
+    expect(client.status).toBe("ready"); // the program's client stays open
+    client.disconnect();
+  });
+
+  it("flush() waits for the flush already on the wire; close() sends what is left, once", async () => {
+    const store = redisStore({
+      url: suite.redis.url,
+      prefix: "t9",
+      flushMs: 60_000,
+      flushRecords: 10,
+    });
+    await waitFor(() => store.connection.status === "ready");
+    const at = Date.UTC(2026, 0, 1);
+    const call: CallRecord = { agent: "a", tool: "search", outcome: "success", durationMs: 5 };
+    const inRedis = async () =>
+      Number(await suite.admin.hget(`t9:{a}:c:${Math.floor(at / 10_000)}`, "search|ok"));
+    for (let i = 0; i < 10; i++) store.recordCall(call, at); // the 10th starts a flush
+    expect(store.backlog).toEqual({ records: 10, batches: 0 });
+    await store.flush(); // nothing left to send: it waits for that one
+    expect(store.backlog).toEqual({ records: 0, batches: 0 });
+    expect(store.stats.batches).toBe(1);
+    expect(await inRedis()).toBe(10);
+    for (let i = 0; i < 3; i++) store.recordCall(call, at);
+    await store.close();
+    await store.close();
+    expect(store.stats.batches).toBe(2);
+    expect(await inRedis()).toBe(13);
+  });
+
+  it("the selfheal_store_degraded gauge reads 1 while Redis is away and 0 once it is back", async () => {
+    const meters = recordingMeters();
+    const store = redisStore({
+      url: suite.redis.url,
+      prefix: "t6",
+      flushMs: 20,
+      commandTimeoutMs: 200,
+    });
+    const quiet = { warn: () => undefined };
+    const sh = createSelfHealing({
+      agent: "gauge",
+      store,
+      meterProvider: meters.meterProvider,
+      logger: quiet,
+    });
+    const search = sh.tool("search", { readOnly: true }, () => "ok");
+    const gauge = async () => (await meters.read()).get(`${METRIC_STORE_DEGRADED}{agent=gauge}`);
+    await search(undefined);
+    await store.flush();
+    expect(await gauge()).toBe(0);
+
+    await suite.redis.kill();
+    await search(undefined);
+    await store.flush();
+    expect(store.isDegraded).toBe(true);
+    expect(await gauge()).toBe(1);
+
+    await suite.redis.restart();
+    await waitFor(() => !store.isDegraded);
+    expect(await gauge()).toBe(0);
+    await sh.close();
+    await store.close();
+    await meters.shutdown();
+  }, 20_000);
+
+  it("a call made while Redis is hung (SIGSTOP) does not wait: the last report now, the new one in the background", async () => {
+    const clock = new VirtualClock();
+    // A command timeout far above what a call may take here: waiting on Redis would show.
+    const store = redisStore({ url: suite.redis.url, prefix: "t7", commandTimeoutMs: 2_000 });
+    const sh = createSelfHealing({
+      agent: "hung",
+      clock,
+      store,
+      logger: { warn: () => undefined },
+    });
+    const search = sh.tool("search", { readOnly: true }, () => "ok");
+    await search(undefined); // the first report, read from Redis
+    await store.flush();
+    const pid = suite.redis.pid;
+    if (pid === undefined) throw new Error("no redis-server");
+    process.kill(pid, "SIGSTOP");
+    const waits: number[] = [];
+    try {
+      for (let i = 0; i < 5; i++) {
+        await clock.advance(6_000); // past the 5 s status cache: every call needs a new report
+        const started = performance.now();
+        await expect(search(undefined)).resolves.toBe("ok");
+        await expect(sh.status()).resolves.toMatchObject({ status: "healthy" });
+        waits.push(performance.now() - started);
+      }
+    } finally {
+      process.kill(pid, "SIGCONT");
+    }
+    expect(Math.max(...waits)).toBeLessThan(100);
+    // Redis answers again: what was recorded meanwhile is counted once.
+    await waitFor(async () => {
+      await store.flush();
+      return store.backlog.records === 0 && !store.isDegraded;
+    });
+    const reader = redisStore({ url: suite.redis.url, prefix: "t7" });
+    expect((await reader.read("hung", clock.now())).tools.get("search")?.calls.ok).toBe(6);
+    await reader.close();
+    await sh.close();
+    await store.close();
+  }, 20_000);
+
+  it("a batch whose answer came too late is sent again with its id: Redis applies it once", async () => {
+    const client = new Redis(suite.redis.url);
+    await waitFor(() => client.status === "ready");
+    const store = redisStore({ client, prefix: "t8", flushMs: 60_000, commandTimeoutMs: 200 });
+    const at = Date.UTC(2026, 0, 1);
+    const call: CallRecord = { agent: "a", tool: "search", outcome: "success", durationMs: 5 };
+    for (let i = 0; i < 7; i++) store.recordCall(call, at);
+    const pid = suite.redis.pid;
+    if (pid === undefined) throw new Error("no redis-server");
+    process.kill(pid, "SIGSTOP");
+    try {
+      await store.flush(); // on the wire; no answer within 200 ms
+      expect(store.isDegraded).toBe(true);
+      expect(store.backlog).toEqual({ records: 7, batches: 1 });
+      for (let i = 0; i < 3; i++) store.recordCall(call, at); // newer: never merged into it
+      await store.flush(); // the same batch again (Redis away: the newer records wait)
+      await store.flush();
+      expect(store.backlog).toEqual({ records: 10, batches: 1 });
+    } finally {
+      process.kill(pid, "SIGCONT");
+    }
+    await waitFor(async () => {
+      await store.flush();
+      return store.backlog.records === 0;
+    });
+    // Three copies of the first batch reached Redis: one applied, the others found its id.
+    const stats = store.stats;
+    expect(stats.batches).toBe(2);
+    expect(stats.resends).toBeGreaterThanOrEqual(2);
+    expect(stats.duplicates).toBeGreaterThanOrEqual(1);
+    expect(await suite.admin.hget(`t8:{a}:c:${Math.floor(at / 10_000)}`, "search|ok")).toBe("10");
+    // Each batch id is kept under the agent's tag, for twice the call window.
+    const ids = await suite.admin.keys("t8:{a}:b:*");
+    expect(ids).toHaveLength(2);
+    for (const id of ids) {
+      const ttl = await suite.admin.pttl(id);
+      expect(ttl).toBeGreaterThan(19 * 60_000);
+      expect(ttl).toBeLessThanOrEqual(20 * 60_000);
+    }
+    await store.close();
+    client.disconnect();
+  }, 20_000);
 });
 
-async function waitFor(condition: () => boolean, ms = 10_000): Promise<void> {
+async function waitFor(condition: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
   const deadline = Date.now() + ms;
-  while (!condition()) {
+  while (!(await condition())) {
     if (Date.now() > deadline) throw new Error("condition not met in time");
     await new Promise((resolve) => setTimeout(resolve, 25));
   }

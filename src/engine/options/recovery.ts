@@ -4,7 +4,11 @@ import type { Notifier } from "../../notify/notifier.js";
 import { DEFAULT_NOTIFY_TIMEOUT_MS, DEFAULT_THROTTLE_MS } from "../../notify/escalator.js";
 import { DEFAULT_BACKOFF, type BackoffOptions } from "../../recovery/backoff.js";
 import { DEFAULT_BREAKER, type BreakerOptions } from "../../recovery/breaker.js";
-import { DEFAULT_LEDGER, type LedgerOptions } from "../../recovery/idempotency.js";
+import {
+  DEFAULT_LEDGER,
+  type LedgerOptions,
+  type WhenFleetDown,
+} from "../../recovery/idempotency.js";
 import {
   DEFAULT_EVENT_LOG_KEEP,
   DEFAULT_EVENT_LOG_MAX_BYTES,
@@ -68,7 +72,11 @@ export interface RecoveryOptions {
   unknown?: UnknownPolicy;
   /** Recovery spend allowed per task, USD (default 1). */
   budgetUsd?: number;
-  /** Idempotency ledger: `ttlMs` 24 h, `maxEntries` 10000. */
+  /**
+   * Idempotency ledger: `ttlMs` 24 h, `maxEntries` 10000, `whenFleetDown` `"refuse"` (a keyed
+   * write that cannot ask the fleet's ledger waits for it within its deadline, then fails with
+   * `FleetUnavailableError`, nothing sent; `"local"`: it decides with this worker's own ledger).
+   */
   ledger?: Partial<LedgerOptions>;
   /** Where escalations go (`selfheal/notify`); none by default. */
   notifiers?: Notifier[];
@@ -159,7 +167,15 @@ const BREAKER_RULES = {
 const LEDGER_RULES = {
   ttlMs: ms(1),
   maxEntries: { min: 1, integer: true },
-} satisfies Record<keyof LedgerOptions, NumberRule>;
+} satisfies Record<Exclude<keyof LedgerOptions, "whenFleetDown">, NumberRule>;
+
+const LEDGER_KEYS = [
+  "ttlMs",
+  "maxEntries",
+  "whenFleetDown",
+] as const satisfies readonly (keyof LedgerOptions)[];
+
+const FLEET_DOWN_CHOICES: readonly WhenFleetDown[] = ["refuse", "local"];
 
 /** The numbers directly under `recovery` (`deadlineMs` is checked on its own, earlier). */
 const SCALAR_RULES = {
@@ -227,6 +243,24 @@ function resolveBreaker(value: unknown): BreakerOptions {
   return options;
 }
 
+/** `recovery.ledger`: its numbers, and what a keyed write does when the fleet cannot be asked. */
+function resolveLedger(value: unknown): LedgerOptions {
+  const field = "recovery.ledger";
+  const ledger = optionalObject(value, field);
+  knownKeys(ledger, LEDGER_KEYS, field);
+  numbers(ledger, LEDGER_RULES, field);
+  const whenFleetDown = optionalChoice(
+    ledger.whenFleetDown,
+    FLEET_DOWN_CHOICES,
+    `${field}.whenFleetDown`,
+  );
+  return {
+    ttlMs: (ledger.ttlMs as number | undefined) ?? DEFAULT_LEDGER.ttlMs,
+    maxEntries: (ledger.maxEntries as number | undefined) ?? DEFAULT_LEDGER.maxEntries,
+    whenFleetDown: whenFleetDown ?? DEFAULT_LEDGER.whenFleetDown,
+  };
+}
+
 function resolveNotifiers(value: unknown): Notifier[] {
   const list = optionalList(value, "recovery.notifiers", "notifiers");
   list.forEach((n, i) => {
@@ -270,7 +304,7 @@ export function resolveRecovery(input: unknown): ResolvedRecovery {
   const breaker = resolveBreaker(r.breaker);
   if (r.deadlineMs !== undefined) number(r.deadlineMs, "recovery.deadlineMs", ms(1));
   const unknown = optionalChoice(r.unknown, UNKNOWN_POLICIES, "recovery.unknown");
-  const ledger = numberGroup(r.ledger, LEDGER_RULES, "recovery.ledger");
+  const ledger = resolveLedger(r.ledger);
   numbers(r, SCALAR_RULES, "recovery");
   const notifiers = resolveNotifiers(r.notifiers);
   const eventLog = r.eventLog === undefined ? undefined : resolveEventLog(r.eventLog);
@@ -285,7 +319,7 @@ export function resolveRecovery(input: unknown): ResolvedRecovery {
     deadlineMs: r.deadlineMs as number | undefined,
     unknown: unknown ?? "retry-once",
     budgetUsd: (r.budgetUsd as number | undefined) ?? 1,
-    ledger: { ...DEFAULT_LEDGER, ...(ledger as Partial<LedgerOptions>) },
+    ledger,
     notifiers,
     throttleMs: (r.throttleMs as number | undefined) ?? DEFAULT_THROTTLE_MS,
     notifyTimeoutMs: (r.notifyTimeoutMs as number | undefined) ?? DEFAULT_NOTIFY_TIMEOUT_MS,
