@@ -1,27 +1,19 @@
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import type { IncomingMessage, ServerResponse } from "node:http";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   FLEET_BREAKER,
-  KEY_HEADER,
+  FleetProcess,
   realtimeClock,
-  WORKER_HEADER,
+  startFakeProvider,
   type CallDone,
   type Charge,
   type ChargeDone,
-  type Command,
   type Line,
 } from "../fixtures/redis-fleet-worker.js";
-import { startServer } from "../helpers/http-server.js";
 import { haveRedis, startRedis, type RunningRedis } from "../helpers/redis-server.js";
 
 const available = haveRedis("Redis fleet of worker processes calling a provider");
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const WORKER = fileURLToPath(new URL("../fixtures/redis-fleet-worker.ts", import.meta.url));
 const WORKERS = 3;
 const PREFIX = "fleet-proc";
 /** How long the fake provider takes to charge a card, ms: the other workers arrive meanwhile. */
@@ -35,148 +27,6 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const clock = realtimeClock();
 const { now } = clock;
 
-/** One request the fake provider received (stamped on the realtime clock, ms with a fraction). */
-interface Request {
-  path: string;
-  worker: number;
-  at: number;
-  key: string | undefined;
-  status: number;
-}
-
-/**
- * The fake provider: /p1 (primary LLM, down while `p1Down`), /p2 (secondary, always up) and
- * /charge (a slow payment that counts charges per idempotency key). Every request is logged.
- */
-async function startProvider() {
-  const requests: Request[] = [];
-  const charges = new Map<string, number>();
-  const state = { p1Down: true };
-  const answer = (res: ServerResponse, status: number, body: unknown, delayMs: number) => {
-    setTimeout(() => {
-      res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
-    }, delayMs);
-  };
-  const server = await startServer((req: IncomingMessage, res: ServerResponse) => {
-    const at = now();
-    let body = "";
-    req.on("data", (chunk: Buffer) => (body += chunk.toString()));
-    req.on("end", () => {
-      const path = req.url ?? "";
-      const worker = Number(req.headers[WORKER_HEADER]);
-      const header = req.headers[KEY_HEADER];
-      const key = typeof header === "string" ? header : undefined;
-      const log = (status: number) => requests.push({ path, worker, at, key, status });
-      if (path === "/p1" && state.p1Down) {
-        log(503);
-        answer(res, 503, { error: { type: "overloaded", message: "p1 is down" } }, COMPLETE_MS);
-      } else if (path === "/p1" || path === "/p2") {
-        log(200);
-        answer(res, 200, { text: "hi", provider: path.slice(1) }, COMPLETE_MS);
-      } else if (path === "/charge" && key) {
-        log(200);
-        const n = (charges.get(key) ?? 0) + 1;
-        charges.set(key, n);
-        const { order } = JSON.parse(body) as { order: string };
-        const charge: Charge = { order, chargeId: `ch_${key}_${n}`, by: worker };
-        answer(res, 200, charge, CHARGE_MS);
-      } else {
-        log(404);
-        answer(res, 404, { error: "no such endpoint" }, 0);
-      }
-    });
-  });
-  return { server, requests, charges, state };
-}
-
-/** A worker process: commands on its stdin, events and replies (JSON lines) from its stdout. */
-class Worker {
-  readonly lines: Line[] = [];
-  stderr = "";
-  private nextId = 1;
-  private readonly waiters = new Set<() => void>();
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-
-  constructor(
-    readonly index: number,
-    readonly child: ChildProcessWithoutNullStreams,
-  ) {
-    createInterface({ input: child.stdout }).on("line", (text) => {
-      this.lines.push(JSON.parse(text) as Line);
-      for (const wake of this.waiters) wake();
-    });
-    child.stderr.on("data", (chunk: Buffer) => (this.stderr += chunk.toString()));
-    this.exited = new Promise((resolve) => {
-      child.once("close", (code, signal) => {
-        resolve({ code, signal });
-        for (const wake of this.waiters) wake();
-      });
-    });
-  }
-
-  static start(index: number, args: string[]): Worker {
-    const child = spawn(process.execPath, ["--import", "tsx", WORKER, ...args, String(index)], {
-      cwd: ROOT,
-      stdio: ["pipe", "pipe", "pipe"],
-    });
-    return new Worker(index, child);
-  }
-
-  /** The first line that matches, waiting for it up to `ms`. */
-  async waitFor<L extends Line>(match: (line: Line) => line is L, ms: number): Promise<L> {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      const found = this.lines.find(match);
-      if (found) return found;
-      if (this.child.exitCode !== null || this.child.signalCode !== null)
-        throw new Error(`worker ${this.index} exited: ${this.stderr}`);
-      const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`worker ${this.index}: no such line in ${ms} ms`);
-      await new Promise<void>((resolve) => {
-        const wake = () => {
-          clearTimeout(timer);
-          this.waiters.delete(wake);
-          resolve();
-        };
-        const timer = setTimeout(wake, left);
-        this.waiters.add(wake);
-      });
-    }
-  }
-
-  /** Sends a command; resolves with its reply's result (rejects with its error). */
-  async send<T>(command: DistributiveOmit<Command, "id">, ms = 8_000): Promise<T> {
-    const id = this.nextId++;
-    this.child.stdin.write(`${JSON.stringify({ ...command, id })}\n`);
-    const reply = await this.waitFor(
-      (l): l is Extract<Line, { type: "reply" }> => l.type === "reply" && l.id === id,
-      ms,
-    );
-    if (!reply.ok) throw new Error(`worker ${this.index}: ${reply.error}`);
-    return reply.result as T;
-  }
-
-  /** This worker's circuit-change events of p1. */
-  circuits(): Extract<Line, { type: "event" }>[] {
-    return this.lines.filter(
-      (l): l is Extract<Line, { type: "event" }> => l.type === "event" && l.dependency === "p1",
-    );
-  }
-
-  warnings(): string[] {
-    return this.lines.flatMap((l) => (l.type === "warn" ? [l.message] : []));
-  }
-
-  /** Ends the process by its PID if it is still running. */
-  kill(): void {
-    const { pid } = this.child;
-    if (pid !== undefined && this.child.exitCode === null && this.child.signalCode === null)
-      process.kill(pid, "SIGKILL");
-  }
-}
-
-type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
-
 const isEvent =
   (state: string) =>
   (l: Line): l is Extract<Line, { type: "event" }> =>
@@ -185,13 +35,13 @@ const isEvent =
 describe.skipIf(!available)("three worker processes, one fleet, one fake provider", () => {
   let redis: RunningRedis;
   let admin: Redis;
-  let provider: Awaited<ReturnType<typeof startProvider>>;
-  let workers: Worker[] = [];
+  let provider: Awaited<ReturnType<typeof startFakeProvider>>;
+  let workers: FleetProcess[] = [];
 
   beforeAll(async () => {
     redis = await startRedis();
     admin = new Redis(redis.url);
-    provider = await startProvider();
+    provider = await startFakeProvider(CHARGE_MS, COMPLETE_MS);
   });
   afterAll(async () => {
     // Whatever happened, every child and server is stopped by its PID or handle.
@@ -205,7 +55,11 @@ describe.skipIf(!available)("three worker processes, one fleet, one fake provide
   it("share breaker verdicts, one half-open probe and one charge per key, by the provider's counts", async () => {
     const started = performance.now();
     workers = Array.from({ length: WORKERS }, (_, i) =>
-      Worker.start(i, [redis.url, PREFIX, provider.server.url]),
+      FleetProcess.start(i, {
+        redisUrl: redis.url,
+        prefix: PREFIX,
+        providerUrl: provider.server.url,
+      }),
     );
     const ready = await Promise.all(
       workers.map((w) =>
@@ -223,7 +77,7 @@ describe.skipIf(!available)("three worker processes, one fleet, one fake provide
       if (Date.now() > deadline) throw new Error("the workers did not subscribe in time");
     }
     const spawnedMs = performance.now() - started;
-    const [w0, w1, w2] = workers as [Worker, Worker, Worker];
+    const [w0, w1, w2] = workers as [FleetProcess, FleetProcess, FleetProcess];
     const { requests } = provider;
     const p1Requests = (from: number, to = Infinity) =>
       requests.filter((r) => r.path === "/p1" && r.at >= from && r.at < to);
