@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import type { BreakerSync, BreakerVerdict } from "../recovery/breaker.js";
 import type { AlertGate } from "../notify/throttle.js";
 import type { BudgetSync } from "../recovery/budget.js";
@@ -764,12 +764,16 @@ export async function scanKeys(
   timed: <T>(work: Promise<T>) => Promise<T>,
 ): Promise<string[]> {
   const keys: string[] = [];
-  let cursor = "0";
-  do {
-    const [next, found] = await timed(client.scan(cursor, "MATCH", `${keyPrefix}*`, "COUNT", 200));
-    cursor = next;
-    keys.push(...found);
-  } while (cursor !== "0" && keys.length < 10_000);
+  // A Cluster client sends a keyless SCAN to one master picked at random: scan every master.
+  const nodes = client.isCluster ? (client as unknown as Cluster).nodes("master") : [client];
+  for (const node of nodes) {
+    let cursor = "0";
+    do {
+      const [next, found] = await timed(node.scan(cursor, "MATCH", `${keyPrefix}*`, "COUNT", 200));
+      cursor = next;
+      keys.push(...found);
+    } while (cursor !== "0" && keys.length < 10_000);
+  }
   return keys;
 }
 

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { ioredis } from "./peer.js";
 import type { Clock } from "../clock.js";
 import { systemClock } from "../clock.js";
@@ -23,8 +23,8 @@ import { RedisFleetSync } from "./fleet-sync.js";
 import { APPLY, READ } from "./scripts.js";
 
 export interface RedisStoreOptions {
-  /** An ioredis client (6.x); the store neither connects nor quits it. */
-  client?: Redis;
+  /** An ioredis client (6.x) or Cluster; the store neither connects nor quits it. */
+  client?: Redis | Cluster;
   /** Or a URL (`redis://host:6379/0`): the store makes its own client and quits it on close. */
   url?: string;
   /** Namespace of every key (default `selfheal`): letters, digits, `_`, `.`, `-`. */
@@ -202,8 +202,9 @@ export class RedisSignalStore implements SignalStore {
     this.clock = options.clock ?? systemClock;
     this.logger = safeLogger(options.logger ?? console);
     this.ownsClient = options.client === undefined;
+    // A Cluster takes every command the store sends (one pipeline per slot): typed as one client.
     const client =
-      options.client ??
+      (options.client as Redis | undefined) ??
       new (ioredis().Redis)(options.url ?? "", {
         // Fail fast while disconnected (the store falls back to memory) rather than queue.
         enableOfflineQueue: false,
