@@ -12,18 +12,22 @@ afterAll(() => {
   rmSync(root, { recursive: true, force: true });
 });
 
-/** Short limits: a stall is 600 ms, death 1 s, each tier has 800 ms to show progress. */
+/**
+ * Short limits, with room for a busy machine (a tsx child can take seconds to start while the
+ * Redis chaos and cluster suites run beside this one): a stall is 1.5 s, death 4 s, each tier has
+ * 3 s to show progress.
+ */
 const FAST = [
   "--poll-ms",
   "100",
   "--stall-ms",
-  "600",
+  "1500",
   "--dead-ms",
-  "1000",
+  "4000",
   "--grace-ms",
   "0",
   "--prove-ms",
-  "800",
+  "3000",
 ];
 
 function watch(
@@ -67,7 +71,7 @@ describe("selfheal watch (built CLI, a real child-process agent)", () => {
     expect(out.code).toBe(0);
     expect(out.stdout).toContain("finished");
     expect(out.stderr).not.toMatch(/tier /);
-  }, 30_000);
+  }, 60_000);
 
   it("frozen before an LLM call: stalled, Tier 1's nudge gets it going", async () => {
     const out = await watch("freeze");
@@ -76,7 +80,7 @@ describe("selfheal watch (built CLI, a real child-process agent)", () => {
     expect(out.stderr).toMatch(/tier nudge recovered/);
     expect(out.stderr).not.toMatch(/tier context_reset:/);
     expect(out.stdout).toContain("finished");
-  }, 30_000);
+  }, 60_000);
 
   it("frozen hard: the nudge fails, Tier 2 restarts it", async () => {
     const out = await watch("hard");
@@ -84,7 +88,7 @@ describe("selfheal watch (built CLI, a real child-process agent)", () => {
     expect(out.stderr).toMatch(/tier nudge failed/);
     expect(out.stderr).toMatch(/tier context_reset: nudge did not help/);
     expect(out.stdout).toContain("finished");
-  }, 30_000);
+  }, 60_000);
 
   it("dies: Tier 3 rotates it, and the new process resumes from the handed-over step", async () => {
     const out = await watch("die");
@@ -93,7 +97,7 @@ describe("selfheal watch (built CLI, a real child-process agent)", () => {
     expect(out.stderr).toMatch(/tier rotation/);
     expect(out.stdout).toContain("resumed from 5");
     expect(out.stdout).toContain("finished");
-  }, 30_000);
+  }, 60_000);
 
   it("context past the token limit: context_bloat, Tier 2 resets and restarts it; the event log makes a report", async () => {
     const eventLog = join(root, `bloat-${n}.jsonl`);
@@ -136,7 +140,7 @@ describe("selfheal watch (built CLI, a real child-process agent)", () => {
       /^Recovery review: 0 incidents .*\(the log holds watchdog lines only\)$/m,
     );
     expect(report).not.toContain("Top failure patterns");
-  }, 30_000);
+  }, 60_000);
 
   it("a signal to watch goes to the agent, and watch ends with the agent's exit code", async () => {
     const out = await watch("long", [], (child) => {
@@ -145,7 +149,7 @@ describe("selfheal watch (built CLI, a real child-process agent)", () => {
     expect(out.stdout).toContain("agent got SIGTERM");
     expect(out.code).toBe(0);
     expect(out.stderr).not.toMatch(/tier /);
-  }, 30_000);
+  }, 60_000);
 
   it("--once --json prints one verdict; a bad flag exits 2 with one line", async () => {
     const stateDir = join(root, "once");
@@ -181,5 +185,5 @@ describe("selfheal watch (built CLI, a real child-process agent)", () => {
     });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toBe('selfheal: --poll-ms must be a whole number of ms, got "soon"\n');
-  }, 30_000);
+  }, 60_000);
 });
