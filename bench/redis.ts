@@ -18,9 +18,8 @@
  *
  * Run: npm run bench:redis (writes bench/results/redis.json)
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { tracingChannel } from "node:diagnostics_channel";
-import { createServer } from "node:net";
+import { startRedis } from "../test/helpers/redis-server.js";
 import { Redis } from "ioredis";
 import { createSelfHealing } from "../dist/index.js";
 import { MemorySignalStore } from "../dist/health/memory-store.js";
@@ -47,64 +46,7 @@ const WINDOW_MS = 10 * 60_000;
 const FLUSH_EVERY = 500;
 
 // ---------------------------------------------------------------------------------------------
-// The server
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer()
-      .once("error", reject)
-      .listen(0, "127.0.0.1", () => {
-        const { port } = probe.address() as { port: number };
-        probe.close(() => {
-          resolve(port);
-        });
-      });
-  });
-}
-
-async function startRedis(): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
-  const port = await freePort();
-  const child: ChildProcess = spawn(
-    "redis-server",
-    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-    { stdio: ["ignore", "ignore", "inherit"] },
-  );
-  const pid = child.pid;
-  if (pid === undefined) throw new Error("redis-server did not start (is it installed?)");
-  const exited = new Promise<void>((resolve) => {
-    child.once("exit", () => {
-      resolve();
-    });
-  });
-  // Never leave the server behind, whatever happens to the bench.
-  const killNow = () => {
-    if (child.exitCode === null && child.signalCode === null) process.kill(pid, "SIGKILL");
-  };
-  process.once("exit", killNow);
-  const url = `redis://127.0.0.1:${port}`;
-  const probe = new Redis(url, { lazyConnect: true, retryStrategy: () => null });
-  probe.on("error", () => undefined);
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const up = await probe.connect().then(
-      () => probe.ping().then(() => true),
-      () => false,
-    );
-    if (up) break;
-    if (Date.now() > deadline) throw new Error("redis-server did not answer in 10 s");
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  probe.disconnect();
-  return {
-    url,
-    pid,
-    stop: async () => {
-      process.off("exit", killNow);
-      if (child.exitCode === null && child.signalCode === null) process.kill(pid, "SIGTERM");
-      await exited;
-    },
-  };
-}
+// What Redis ran
 
 /** Commands Redis ran, by name, from `INFO commandstats` (INFO itself left out). */
 async function commandStats(admin: Redis): Promise<Map<string, number>> {

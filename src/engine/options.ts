@@ -174,7 +174,7 @@ export function resolveOptions(input: unknown): ResolvedOptions {
  * many instances use it. Each instance made with it holds it, and the `close()` of the last one
  * closes it. A key from the global symbol registry, so two copies of the package agree.
  */
-const HOLDERS = Symbol.for("selfheal.store.holders");
+const HOLDERS = Symbol.for("selfheal:store-holders");
 
 interface Holders {
   count: number;
