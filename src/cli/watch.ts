@@ -6,9 +6,11 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync } from "node:fs";
+import { constants } from "node:os";
 import { parseArgs } from "node:util";
 import { systemClock } from "../clock.js";
-import { heartbeatFile } from "../watchdog/heartbeat.js";
+import { WATCH_ENV } from "../watchdog/agent.js";
+import { cleanStaleTemps, heartbeatFile } from "../watchdog/heartbeat.js";
 import { readHeartbeat } from "../watchdog/reader.js";
 import {
   Supervisor,
@@ -24,9 +26,14 @@ export const WATCH_USAGE = `Usage: selfheal watch --state-dir DIR [options] -- C
 
 Runs COMMAND (an agent that beats with selfheal/watchdog's supervised()) and supervises it:
 a stall is nudged, a bloated or frozen context is reset and the agent restarted, a dead agent is
-rotated to a new process that restores its snapshot. The child gets SELFHEAL_STATE_DIR and
-SELFHEAL_SESSION_ID. Exit code: the child's, or 3 when supervision gave up. With
-OTEL_EXPORTER_OTLP_ENDPOINT set, verdicts and tiers go out as spans and metrics.
+rotated to a new process that restores its snapshot. The child gets SELFHEAL_STATE_DIR,
+SELFHEAL_SESSION_ID and its limits in ms: SELFHEAL_WATCH_DEAD_MS, SELFHEAL_WATCH_STALL_MS,
+SELFHEAL_WATCH_GRACE_MS, SELFHEAL_WATCH_POLL_MS (supervised() keeps alive every third of the
+dead limit). Stale temporary files of the session are removed at start.
+Exit code: the child's; 128 + the signal's number when a signal ended it (SIGTERM: 143);
+3 when supervision gave up (the agent is sent SIGTERM, then SIGKILL after 2 s); 127 when the
+command cannot start. With OTEL_EXPORTER_OTLP_ENDPOINT set, verdicts and tiers go out as spans
+and metrics.
 
 Options:
   --state-dir DIR     where the heartbeat, inbox and snapshot live (required)
@@ -103,6 +110,7 @@ export async function watch(argv: string[]): Promise<void> {
       `cannot use --state-dir ${stateDir}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
     );
   }
+  await cleanStaleTemps(stateDir, session);
   const prove = ms(values["prove-ms"], "prove-ms");
   const pollMs = ms(values["poll-ms"], "poll-ms") ?? 5_000;
   const eventLog = eventLogFlag(values["event-log"]);
@@ -150,9 +158,42 @@ async function once(
 /** What `supervise` passes to the supervisor: all but the control, alerts and events it owns. */
 type WatchOptions = Omit<SupervisorOptions, "control" | "notify" | "onEvent">;
 
+/** How long an agent has to end after SIGTERM before it gets SIGKILL, ms (restart and give-up). */
+const KILL_AFTER_MS = 2_000;
+
+/** The shell's exit code for a process ended by `signal`: 128 + its number (SIGTERM: 143). */
+export function signalExitCode(signal: NodeJS.Signals | null): number {
+  const number = signal === null ? undefined : constants.signals[signal];
+  return 128 + (number ?? constants.signals.SIGTERM);
+}
+
+/**
+ * Ends `proc`: SIGTERM, then SIGKILL when it is still there after `KILL_AFTER_MS`; resolves once it
+ * has exited (or, should even SIGKILL not be reported, after another `KILL_AFTER_MS`).
+ */
+async function end(proc: ChildProcess | undefined): Promise<void> {
+  if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+  let timer: NodeJS.Timeout | undefined;
+  const gone = new Promise<void>((done) =>
+    proc.once("exit", () => {
+      done();
+    }),
+  );
+  proc.kill("SIGTERM");
+  const killed = new Promise<void>((done) => {
+    timer = setTimeout(() => {
+      proc.kill("SIGKILL");
+      timer = setTimeout(done, KILL_AFTER_MS);
+    }, KILL_AFTER_MS);
+  });
+  await Promise.race([gone, killed]);
+  clearTimeout(timer);
+}
+
 /** Runs the child under a supervisor; resolves with the exit code watch should end with. */
 function supervise(command: string[], options: WatchOptions): Promise<number> {
-  const { stateDir, sessionId } = options;
+  const { stateDir = "", sessionId } = options;
+  const limits = { ...DEFAULT_LIMITS, ...options.limits };
   const [file = "", ...args] = command;
   const say = (line: string) => process.stderr.write(`selfheal watch: ${line}\n`);
   let child: ChildProcess | undefined;
@@ -161,7 +202,15 @@ function supervise(command: string[], options: WatchOptions): Promise<number> {
     const launch = () => {
       const proc = spawn(file, args, {
         stdio: "inherit",
-        env: { ...process.env, SELFHEAL_STATE_DIR: stateDir, SELFHEAL_SESSION_ID: sessionId },
+        env: {
+          ...process.env,
+          [WATCH_ENV.stateDir]: stateDir,
+          [WATCH_ENV.sessionId]: sessionId,
+          [WATCH_ENV.deadMs]: String(limits.deadMs),
+          [WATCH_ENV.stallMs]: String(limits.stallMs),
+          [WATCH_ENV.graceMs]: String(limits.graceMs),
+          [WATCH_ENV.pollMs]: String(options.pollMs ?? 5_000),
+        },
       });
       child = proc;
       proc.once("error", (error) => {
@@ -181,14 +230,7 @@ function supervise(command: string[], options: WatchOptions): Promise<number> {
     /** Ends the running child (SIGTERM, then SIGKILL after 2 s) and starts a new one. */
     const replace = async () => {
       replacing = true;
-      const proc = child;
-      if (proc && proc.exitCode === null && proc.signalCode === null) {
-        const gone = new Promise((done) => proc.once("exit", done));
-        proc.kill("SIGTERM");
-        const timer = setTimeout(() => proc.kill("SIGKILL"), 2_000);
-        await gone;
-        clearTimeout(timer);
-      }
+      await end(child);
       replacing = false;
       launch();
     };
@@ -199,8 +241,12 @@ function supervise(command: string[], options: WatchOptions): Promise<number> {
       onEvent: (event) => {
         say(describe(event));
         if (event.kind === "gave_up") {
-          child?.kill("SIGTERM");
-          finish(3);
+          // A hung agent may ignore SIGTERM: it gets SIGKILL, so watch does end (exit 3).
+          replacing = true;
+          supervisor.stop();
+          void end(child).then(() => {
+            finish(3);
+          });
         }
       },
     });
@@ -219,12 +265,12 @@ function supervise(command: string[], options: WatchOptions): Promise<number> {
     const forward = (signal: NodeJS.Signals) => {
       supervisor.stop();
       const proc = child;
-      if (!proc || proc.exitCode !== null) {
-        finish(130);
+      if (!proc || proc.exitCode !== null || proc.signalCode !== null) {
+        finish(signalExitCode(signal));
         return;
       }
-      proc.once("exit", (code) => {
-        finish(code ?? 130);
+      proc.once("exit", (code, how) => {
+        finish(code ?? signalExitCode(how ?? signal));
       });
       proc.kill(signal);
     };

@@ -68,11 +68,42 @@ export interface SupervisedOptions {
   pollMs?: number;
   /**
    * While the process lives, the last beat is written again after this long without one, ms
-   * (default 10000, a third of the dead limit; 0: never). A run stuck awaiting a call then reads
-   * as stalled (its step does not move) rather than dead (its process is gone or frozen).
+   * (0: never). A run stuck awaiting a call then reads as stalled (its step does not move) rather
+   * than dead (its process is gone or frozen). Default: a third of the dead limit that
+   * `selfheal watch` passes in `SELFHEAL_WATCH_DEAD_MS`, bounded to 100 ms - 10 s (see
+   * `keepAliveFor`); 10 s (a third of the default 30 s) without it. The inbox is read, and the
+   * keep-alive checked, every `pollMs`, so a beat is at most `keepAliveMs + pollMs` old.
    */
   keepAliveMs?: number;
   clock?: Clock;
+}
+
+/**
+ * The environment `selfheal watch` gives its child: where its files are and the limits it is
+ * supervised with (whole ms), so the agent can keep its beats inside them.
+ */
+export const WATCH_ENV = {
+  stateDir: "SELFHEAL_STATE_DIR",
+  sessionId: "SELFHEAL_SESSION_ID",
+  deadMs: "SELFHEAL_WATCH_DEAD_MS",
+  stallMs: "SELFHEAL_WATCH_STALL_MS",
+  graceMs: "SELFHEAL_WATCH_GRACE_MS",
+  pollMs: "SELFHEAL_WATCH_POLL_MS",
+} as const;
+
+/** The keep-alive bounds, ms: never more often than this, never less often than that. */
+const KEEP_ALIVE_MIN_MS = 100;
+const KEEP_ALIVE_MAX_MS = 10_000;
+
+/**
+ * The keep-alive interval for a dead limit (ms, as `SELFHEAL_WATCH_DEAD_MS` holds it): a third of
+ * it, bounded to 100 ms - 10 s, so two refreshes can be missed before the run reads as dead. A
+ * missing or bad value gives 10 s (a third of the default 30 s dead limit).
+ */
+export function keepAliveFor(deadMs: string | number | undefined): number {
+  const dead = typeof deadMs === "string" && deadMs.trim() !== "" ? Number(deadMs) : deadMs;
+  if (typeof dead !== "number" || !Number.isFinite(dead) || dead <= 0) return KEEP_ALIVE_MAX_MS;
+  return Math.min(KEEP_ALIVE_MAX_MS, Math.max(KEEP_ALIVE_MIN_MS, Math.floor(dead / 3)));
 }
 
 type Handler = (message: InboxMessage) => void | Promise<void>;
@@ -104,7 +135,7 @@ export class Supervised {
     this.sessionId = options.sessionId ?? process.env.SELFHEAL_SESSION_ID ?? "agent";
     this.clock = options.clock ?? systemClock;
     this.pollMs = options.pollMs ?? 500;
-    this.keepAliveMs = options.keepAliveMs ?? 10_000;
+    this.keepAliveMs = options.keepAliveMs ?? keepAliveFor(process.env[WATCH_ENV.deadMs]);
     this.beats = heartbeat({
       stateDir,
       sessionId: this.sessionId,

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdir, open, rename, rm } from "node:fs/promises";
+import { mkdir, open, readdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { systemClock, type Clock } from "../clock.js";
 import { SelfHealConfigError } from "../errors.js";
@@ -92,6 +92,8 @@ export class HeartbeatWriter {
     this.file = heartbeatFile(options.stateDir, options.sessionId);
     this.startedAt = this.clock.now();
     this.stepAt = this.startedAt;
+    // A process killed mid-write left its temporary file behind: remove those of this session.
+    void cleanStaleTemps(options.stateDir, options.sessionId).catch(() => undefined);
   }
 
   /**
@@ -234,5 +236,52 @@ export async function writeAtomic(dir: string, file: string, text: string): Prom
       }
       await new Promise((resolve) => setTimeout(resolve, 10 * attempt));
     }
+  }
+}
+
+/** The temporary file `writeAtomic` makes for a session's file: `<file>.<pid>.<8 hex>.tmp`. */
+const TEMP = /^(.+)\.json\.(\d+)\.[0-9a-f]{8}\.tmp$/;
+
+/**
+ * Removes the temporary files that writers of `sessionId`'s files (heartbeat, inbox, snapshot)
+ * left in `stateDir` when killed mid-write: only names `writeAtomic` makes for this session, and
+ * only those whose writing process is gone (a live writer's file is left alone). Resolves with the
+ * names removed; a missing directory is nothing to clean.
+ */
+export async function cleanStaleTemps(stateDir: string, sessionId: string): Promise<string[]> {
+  let names: string[];
+  try {
+    names = await readdir(stateDir);
+  } catch {
+    return [];
+  }
+  const removed: string[] = [];
+  for (const name of names) {
+    const match = TEMP.exec(name);
+    if (
+      !match?.[1]?.startsWith(`${sessionId}.`) ||
+      match[1].slice(sessionId.length + 1).includes(".")
+    )
+      continue;
+    const pid = Number(match[2]);
+    if (pid === process.pid || alive(pid)) continue; // a write in flight
+    try {
+      await rm(join(stateDir, name), { force: true });
+      removed.push(name);
+    } catch {
+      // gone already, or not ours to remove: leave it
+    }
+  }
+  return removed;
+}
+
+/** Whether a process with this id runs (EPERM: it does, owned by someone else). */
+function alive(pid: number): boolean {
+  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
   }
 }

@@ -5,6 +5,7 @@
  */
 export {
   heartbeat,
+  cleanStaleTemps,
   heartbeatFile,
   HeartbeatError,
   HeartbeatWriter,
@@ -14,7 +15,13 @@ export {
   type HeartbeatOptions,
   type Stage,
 } from "./heartbeat.js";
-export { readHeartbeat, type ReadResult, type Unreadable } from "./reader.js";
+export {
+  MAX_HEARTBEAT_BYTES,
+  MAX_SKEW_MS,
+  readHeartbeat,
+  type ReadResult,
+  type Unreadable,
+} from "./reader.js";
 export {
   DEFAULT_LIMITS,
   evaluate,
@@ -25,11 +32,13 @@ export {
 } from "./verdict.js";
 export {
   inboxFile,
+  keepAliveFor,
   sendToInbox,
   snapshotFile,
   SnapshotError,
   Supervised,
   supervised,
+  WATCH_ENV,
   type InboxMessage,
   type SupervisedOptions,
 } from "./agent.js";

@@ -1,47 +1,137 @@
-import { readFile } from "node:fs/promises";
+import { constants } from "node:fs";
+import { open } from "node:fs/promises";
 import type { Heartbeat } from "./heartbeat.js";
 
-/** Why a heartbeat file could not be used this time. */
-export type Unreadable = "missing" | "empty" | "garbage" | "invalid" | "future";
+/**
+ * Why a heartbeat file could not be used this time. `not_a_file`: the path is a FIFO, a device,
+ * a directory or a socket (never read); `too_large`: over {@link MAX_HEARTBEAT_BYTES} (never
+ * read whole); `timeout`: the look did not answer within its time box.
+ */
+export type Unreadable =
+  "missing" | "empty" | "garbage" | "invalid" | "future" | "not_a_file" | "too_large" | "timeout";
 
 export type ReadResult =
   { ok: true; heartbeat: Heartbeat } | { ok: false; problem: Unreadable; detail: string };
 
-/** A file larger than this is not a heartbeat (and is not read whole). */
-const MAX_BYTES = 64 * 1024;
+/** A file larger than this is not a heartbeat (and is not read whole), bytes. */
+export const MAX_HEARTBEAT_BYTES = 64 * 1024;
 
 /**
- * Reads and checks a heartbeat file. Never throws: a missing, empty, partial, garbage or
- * future-dated file comes back as a problem (the watcher reads again before saying anything).
- * `maxSkewMs`: how far ahead of `now` a heartbeat's time may be (clocks of two processes).
+ * How far ahead of the reader's clock any timestamp of a heartbeat (`at`, `stepAt`, `startedAt`)
+ * may be: the clocks of two processes, or two hosts sharing a volume, ms.
+ */
+export const MAX_SKEW_MS = 5_000;
+
+/** How long one look at the file may take before it is a `timeout` problem, ms. */
+export const READ_TIMEOUT_MS = 2_000;
+
+/** The timestamps a heartbeat carries, each checked against the skew allowance. */
+const TIMESTAMPS = ["at", "stepAt", "startedAt"] as const;
+
+/**
+ * Reads and checks a heartbeat file. Never throws and never hangs: the file is opened without
+ * blocking, anything but a regular file is refused without reading, at most
+ * {@link MAX_HEARTBEAT_BYTES} + 1 bytes are read, and the look is time-boxed (`timeoutMs`). A
+ * missing, empty, partial, garbage, oversized or future-dated file comes back as a problem (the
+ * watcher reads again before saying anything). `maxSkewMs`: how far ahead of `now` any of the
+ * heartbeat's timestamps may be.
  */
 export async function readHeartbeat(
   file: string,
   now: number,
-  maxSkewMs = 5_000,
+  maxSkewMs = MAX_SKEW_MS,
+  timeoutMs = READ_TIMEOUT_MS,
 ): Promise<ReadResult> {
-  let text: string;
-  try {
-    const buffer = await readFile(file);
-    if (buffer.length > MAX_BYTES) return bad("garbage", `${buffer.length} bytes`);
-    text = buffer.toString("utf8");
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    return bad(code === "ENOENT" ? "missing" : "garbage", code ?? "unreadable");
-  }
-  if (text.trim() === "") return bad("empty", "no content");
+  const raw = await within(readBounded(file), timeoutMs);
+  if (typeof raw !== "string") return raw;
+  if (raw.trim() === "") return bad("empty", "no content");
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = JSON.parse(raw);
   } catch {
     return bad("garbage", "not JSON (partial or foreign)");
   }
   const problem = invalid(value);
   if (problem) return bad("invalid", problem);
   const heartbeat = value as Heartbeat;
-  if (heartbeat.at > now + maxSkewMs || heartbeat.stepAt > now + maxSkewMs)
-    return bad("future", `written ${Math.round(heartbeat.at - now)} ms in the future`);
+  for (const key of TIMESTAMPS) {
+    const ahead = heartbeat[key] - now;
+    if (ahead > maxSkewMs)
+      return bad(
+        "future",
+        `${key} ${Math.round(ahead)} ms in the future (clock skew allowance ${maxSkewMs} ms)`,
+      );
+  }
   return { ok: true, heartbeat };
+}
+
+/** The file's text, or why not; the handle is always closed. */
+async function readBounded(file: string): Promise<string | ReadResult> {
+  let handle;
+  try {
+    // O_NONBLOCK: opening a FIFO with no writer returns at once instead of waiting for one.
+    handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (error) {
+    return failed(error);
+  }
+  try {
+    const stat = await handle.stat();
+    if (!stat.isFile()) return bad("not_a_file", `${kind(stat)}, not a regular file`);
+    if (stat.size > MAX_HEARTBEAT_BYTES)
+      return bad("too_large", `${stat.size} bytes (limit ${MAX_HEARTBEAT_BYTES})`);
+    // One byte over the cap tells a file that grew since fstat from one that fits.
+    const buffer = Buffer.alloc(MAX_HEARTBEAT_BYTES + 1);
+    let length = 0;
+    while (length < buffer.length) {
+      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
+      if (bytesRead === 0) break;
+      length += bytesRead;
+    }
+    if (length > MAX_HEARTBEAT_BYTES)
+      return bad("too_large", `over ${MAX_HEARTBEAT_BYTES} bytes (grew while read)`);
+    return buffer.toString("utf8", 0, length);
+  } catch (error) {
+    return failed(error);
+  } finally {
+    await handle.close().catch(() => undefined);
+  }
+}
+
+/** The read's answer, or a `timeout` problem once `ms` have passed (the read is abandoned). */
+function within(read: Promise<string | ReadResult>, ms: number): Promise<string | ReadResult> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<ReadResult>((resolve) => {
+    timer = setTimeout(() => {
+      resolve(bad("timeout", `no answer within ${ms} ms`));
+    }, ms);
+    timer.unref();
+  });
+  return Promise.race([read, late]).finally(() => {
+    clearTimeout(timer);
+  });
+}
+
+function failed(error: unknown): ReadResult {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === "ENOENT") return bad("missing", code);
+  // A directory on some systems, a Unix socket (ENXIO), a FIFO opened for writing elsewhere.
+  if (code === "EISDIR" || code === "ENXIO") return bad("not_a_file", code);
+  return bad("garbage", code ?? "unreadable");
+}
+
+function kind(stat: {
+  isDirectory(): boolean;
+  isFIFO(): boolean;
+  isCharacterDevice(): boolean;
+  isBlockDevice(): boolean;
+  isSocket(): boolean;
+}): string {
+  if (stat.isDirectory()) return "a directory";
+  if (stat.isFIFO()) return "a named pipe";
+  if (stat.isCharacterDevice()) return "a character device";
+  if (stat.isBlockDevice()) return "a block device";
+  if (stat.isSocket()) return "a socket";
+  return "not a file";
 }
 
 const bad = (problem: Unreadable, detail: string): ReadResult => ({ ok: false, problem, detail });
@@ -54,7 +144,7 @@ function invalid(value: unknown): string | undefined {
   if (typeof h.sessionId !== "string") return "no sessionId";
   if (typeof h.stage !== "string") return "no stage";
   if (!Number.isSafeInteger(h.stepIdx) || (h.stepIdx as number) < 0) return "bad stepIdx";
-  for (const key of ["at", "stepAt", "startedAt", "pid"]) {
+  for (const key of [...TIMESTAMPS, "pid"]) {
     if (typeof h[key] !== "number" || !Number.isFinite(h[key])) return `bad ${key}`;
   }
   if (h.contextTokens !== undefined && (typeof h.contextTokens !== "number" || h.contextTokens < 0))

@@ -117,6 +117,9 @@ export class Supervisor {
   private gaveUp = false;
   private readonly telemetry: WatchdogTelemetry;
   private readonly eventLog: JsonlLog | undefined;
+  private readonly logger: Logger;
+  /** A look (and what follows from it) is at work: the next timer skips rather than overlap. */
+  private busy = false;
 
   constructor(private readonly options: SupervisorOptions) {
     this.clock = options.clock ?? systemClock;
@@ -135,7 +138,8 @@ export class Supervisor {
       eventLog: this.eventLog,
     });
     this.channel = options.channel ?? fileChannel(options.stateDir, options.sessionId);
-    this.watcher = new HeartbeatWatcher((now) => this.channel.read(now), {
+    this.logger = logger;
+    this.watcher = new HeartbeatWatcher((now) => this.readWithinPoll(now), {
       ...DEFAULT_LIMITS,
       ...options.limits,
     });
@@ -151,16 +155,60 @@ export class Supervisor {
     return this.gaveUp;
   }
 
-  /** Polls every `pollMs` until stop() or giving up. */
+  /**
+   * Polls every `pollMs` until stop() or giving up. The next look is scheduled before this one
+   * starts, whatever it throws or however long it takes: a look whose read has not answered
+   * within the poll is abandoned (a `timeout` problem), and a timer that finds the previous look
+   * still at work (a slow restart) skips rather than run two at once.
+   */
   start(): void {
-    const pollMs = this.options.pollMs ?? 5_000;
+    const pollMs = this.pollMs();
     const schedule = () => {
       if (this.stopped) return;
       this.cancelTimer = this.clock.setTimer(pollMs, () => {
-        void this.tick().finally(schedule);
+        schedule();
+        if (this.busy) return;
+        this.busy = true;
+        this.tick()
+          .catch((error: unknown) => {
+            this.logger.warn(`selfheal watchdog: a look failed: ${String(error)}`);
+          })
+          .finally(() => {
+            this.busy = false;
+          });
       });
     };
     schedule();
+  }
+
+  private pollMs(): number {
+    return this.options.pollMs ?? 5_000;
+  }
+
+  /**
+   * The channel's read, bounded by one poll on the supervisor's clock: a read that throws or has
+   * not answered by then is a problem for this look (the read itself is abandoned).
+   */
+  private readWithinPoll(now: number): Promise<ReadResult> {
+    const pollMs = this.pollMs();
+    let cancel: (() => void) | undefined;
+    const late = new Promise<ReadResult>((resolve) => {
+      cancel = this.clock.setTimer(
+        pollMs,
+        () => {
+          resolve({ ok: false, problem: "timeout", detail: `no answer within ${pollMs} ms` });
+        },
+        { unref: true },
+      );
+    });
+    const read = Promise.resolve()
+      .then(() => this.channel.read(now))
+      .catch((error: unknown): ReadResult => ({
+        ok: false,
+        problem: "garbage",
+        detail: String(error),
+      }));
+    return Promise.race([read, late]).finally(() => cancel?.());
   }
 
   stop(): void {

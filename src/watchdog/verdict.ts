@@ -1,6 +1,6 @@
 import type { Verdict } from "../telemetry/conventions.js";
 import type { Heartbeat } from "./heartbeat.js";
-import { readHeartbeat, type ReadResult, type Unreadable } from "./reader.js";
+import { MAX_SKEW_MS, readHeartbeat, type ReadResult, type Unreadable } from "./reader.js";
 
 /** What the watchdog concludes about a run. */
 export type { Verdict };
@@ -40,6 +40,8 @@ export interface Evaluation {
  * bloated context (the run is alive but cannot go on); then a stall (alive, but its step has
  * not moved for its stage's limit, outside the start-up grace); else healthy, however slowly it
  * goes. `previous`, the last heartbeat seen, tells a new session (a rotation) from the old one.
+ * A heartbeat's timestamps are trusted up to {@link MAX_SKEW_MS} ahead of `now` (the reader
+ * refuses more); a `startedAt` further ahead gives no start-up grace.
  */
 export function evaluate(
   heartbeat: Heartbeat,
@@ -67,7 +69,10 @@ export function evaluate(
   }
   const stallLimit = limits.stageStallMs[heartbeat.stage] ?? limits.stallMs;
   const still = now - heartbeat.stepAt;
-  const starting = now - heartbeat.startedAt < limits.graceMs;
+  // The grace counts from the session's start; a start later than the skew allowance allows
+  // (a forged or broken clock) buys no grace, so it cannot hide a stall.
+  const sinceStart = now - heartbeat.startedAt;
+  const starting = sinceStart >= -MAX_SKEW_MS && sinceStart < limits.graceMs;
   if (!starting && still > stallLimit)
     return {
       verdict: "stalled",

@@ -1,8 +1,10 @@
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { pathToFileURL } from "node:url";
+import ts from "typescript";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const CLI = join(import.meta.dirname, "../../dist/cli/main.js");
 const AGENT = join(import.meta.dirname, "../fixtures/watch-agent.ts");
@@ -10,6 +12,20 @@ const root = mkdtempSync(join(tmpdir(), "selfheal-watch-"));
 let n = 0;
 afterAll(() => {
   rmSync(root, { recursive: true, force: true });
+});
+
+/** test/fixtures/watch-agent-built.ts as built JS on dist/ (no tsx at run time). */
+const BUILT = join(root, "watch-agent-built.mjs");
+beforeAll(() => {
+  const source = readFileSync(
+    join(import.meta.dirname, "../fixtures/watch-agent-built.ts"),
+    "utf8",
+  );
+  const js = ts.transpileModule(source, {
+    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+  }).outputText;
+  const dist = pathToFileURL(join(import.meta.dirname, "../../dist/watchdog/index.js")).href;
+  writeFileSync(BUILT, js.replace("../../src/watchdog/index.js", dist));
 });
 
 /**
@@ -30,36 +46,40 @@ const FAST = [
   "3000",
 ];
 
+interface Watched {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  /** When watch exited, and when it said "gave up" (if it did), ms since it started. */
+  exitedAfter: number;
+  gaveUpAfter: number | undefined;
+}
+
 function watch(
   mode: string,
   extra: string[] = [],
   started: (child: ChildProcess) => void = () => undefined,
+  agent: string[] = ["--import", "tsx", AGENT],
+  stateDir = join(root, `s${n++}`),
 ) {
-  const stateDir = join(root, `s${n++}`);
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+  const start = performance.now();
+  let gaveUpAfter: number | undefined;
+  return new Promise<Watched>((resolve) => {
     const child = spawn(
       process.execPath,
-      [
-        CLI,
-        "watch",
-        "--state-dir",
-        stateDir,
-        ...FAST,
-        ...extra,
-        "--",
-        process.execPath,
-        "--import",
-        "tsx",
-        AGENT,
-      ],
+      [CLI, "watch", "--state-dir", stateDir, ...FAST, ...extra, "--", process.execPath, ...agent],
       { env: { ...process.env, WATCH_MODE: mode }, stdio: ["ignore", "pipe", "pipe"] },
     );
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
+    child.stderr.on("data", (c: Buffer) => {
+      stderr += c.toString();
+      if (gaveUpAfter === undefined && stderr.includes("gave up:"))
+        gaveUpAfter = performance.now() - start;
+    });
     child.once("exit", (code) => {
-      resolve({ code, stdout, stderr });
+      resolve({ code, stdout, stderr, exitedAfter: performance.now() - start, gaveUpAfter });
     });
     started(child);
   });
@@ -149,6 +169,70 @@ describe("selfheal watch (built CLI, a real child-process agent)", () => {
     expect(out.stdout).toContain("agent got SIGTERM");
     expect(out.code).toBe(0);
     expect(out.stderr).not.toMatch(/tier /);
+  }, 60_000);
+
+  it("a hung agent that ignores SIGTERM: rotations fail, watch gives up, SIGKILLs it and exits 3 within 5 s", async () => {
+    const out = await watch("hung", ["--dead-ms", "2000"], undefined, [BUILT]);
+    expect(out.stderr).toMatch(/verdict session_dead/);
+    expect(out.stderr).toMatch(/gave up: /);
+    expect(out.stdout).toContain("hung agent ignores SIGTERM");
+    expect(out.code).toBe(3);
+    expect(out.gaveUpAfter).toBeDefined();
+    const afterGiveUp = out.exitedAfter - (out.gaveUpAfter ?? 0);
+    console.log(
+      `hung agent: gave up after ${Math.round(out.gaveUpAfter ?? 0)} ms, exit 3 ${Math.round(afterGiveUp)} ms later`,
+    );
+    expect(afterGiveUp).toBeLessThan(5_000);
+  }, 180_000);
+
+  it("SIGTERM passed on to an agent that dies of it: watch exits 143 (128 + 15)", async () => {
+    const out = await watch(
+      "term",
+      [],
+      (child) => {
+        child.stdout?.once("data", () => {
+          setTimeout(() => child.kill("SIGTERM"), 500);
+        });
+      },
+      [BUILT],
+    );
+    expect(out.code).toBe(143);
+    expect(out.stderr).not.toMatch(/tier /);
+  }, 60_000);
+
+  it("the child gets its limits; with --dead-ms 3000 an agent waiting 6 s in a slow call keeps alive and is not declared dead", async () => {
+    const out = await watch(
+      "slow",
+      ["--dead-ms", "3000", "--stall-ms", "30000", "--poll-ms", "100"],
+      undefined,
+      [BUILT],
+    );
+    expect(out.stdout).toContain("limits dead=3000 stall=30000 grace=0 poll=100");
+    expect(out.stdout).toContain("finished");
+    expect(out.code).toBe(0);
+    expect(out.stderr).not.toMatch(/session_dead|tier /);
+  }, 60_000);
+
+  it("stale temp files of the session (writer gone) are removed at start; others are kept", async () => {
+    const stateDir = join(root, `tmp${n++}`);
+    mkdirSync(stateDir, { recursive: true });
+    // A pid that has exited: its writes were cut short.
+    const dead = spawnSync(process.execPath, ["-e", ""]).pid;
+    const stale = [
+      `agent.heartbeat.json.${dead}.0123abcd.tmp`,
+      `agent.inbox.json.${dead}.89abcdef.tmp`,
+      `agent.snapshot.json.${dead}.00000000.tmp`,
+    ];
+    const kept = [
+      `agent.heartbeat.json.${process.pid}.0123abcd.tmp`, // a live writer's
+      `other.heartbeat.json.${dead}.0123abcd.tmp`, // another session's
+      "notes.tmp", // not one of ours
+    ];
+    for (const name of [...stale, ...kept]) writeFileSync(join(stateDir, name), "{");
+    const out = await watch("steady", [], undefined, undefined, stateDir);
+    expect(out.code).toBe(0);
+    for (const name of stale) expect(existsSync(join(stateDir, name)), name).toBe(false);
+    for (const name of kept) expect(existsSync(join(stateDir, name)), name).toBe(true);
   }, 60_000);
 
   it("--once --json prints one verdict; a bad flag exits 2 with one line", async () => {

@@ -1,10 +1,11 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { VirtualClock } from "../../src/testing/index.js";
 import {
   heartbeat,
+  heartbeatFile,
   supervised,
   Supervisor,
   type SupervisorEvent,
@@ -89,7 +90,7 @@ function setup(
   const tiers = () => events.flatMap((e) => (e.kind === "tier" ? [e.tier] : []));
   const results = () =>
     events.flatMap((e) => (e.kind === "tier_result" ? [`${e.tier}:${e.outcome}`] : []));
-  return { run, sv, agent, nudges, actions, alerts, events, second5, tiers, results };
+  return { run, sv, agent, nudges, actions, alerts, events, second5, tiers, results, stateDir };
 }
 
 describe("the supervisor's tiers", () => {
@@ -155,6 +156,20 @@ describe("the supervisor's tiers", () => {
     expect(t.sv.givenUp).toBe(true);
     // Three rotations within minutes: one rotation alert, and one that it gave up.
     expect(t.alerts).toEqual(["night was rotated", "supervision of night gave up"]);
+  });
+});
+
+describe("an unreadable heartbeat", () => {
+  it("leads to rotation, not a nudge or a context reset", async () => {
+    const t = setup({ afterRotate: "steps" });
+    for (let i = 0; i < 8; i++) await t.second5(); // 40 s: past the new process's first-beat allowance
+    t.run.beating = false;
+    writeFileSync(heartbeatFile(t.stateDir, "night"), '{"v":1,"sess'); // garbage, every look
+    for (let i = 0; i < 4; i++) await t.second5(); // three bad looks, then the rotation's backoff
+    expect(t.events).toContainEqual(expect.objectContaining({ verdict: "unreadable" }));
+    expect(t.tiers()).toEqual(["rotation"]);
+    expect(t.actions).toEqual(["rotate"]);
+    expect(t.nudges).toEqual([]);
   });
 });
 
