@@ -7,6 +7,9 @@ import {
   type RecoveryOptions,
   type SelfHealingOptions,
 } from "../../src/index.js";
+import type { Notifier } from "../../src/notify/index.js";
+import type { WhenFleetDown } from "../../src/recovery/idempotency.js";
+import type { RedisSignalStore } from "../../src/redis/index.js";
 import { PATTERNS } from "../../src/telemetry/conventions.js";
 import { VirtualClock } from "../../src/testing/index.js";
 
@@ -60,4 +63,42 @@ export function recoveryInstance(
   vi.sh.on("recovery", (e) => events.push(e));
   vi.sh.on("circuit-change", (e) => circuits.push(`${e.dependency}:${e.state}`));
   return { ...vi, events, circuits };
+}
+
+/** A notifier that keeps the title of every alert it is sent. */
+export function recordingPager(pages: string[]): Notifier {
+  return {
+    channel: "pager",
+    send: (alert) => {
+      pages.push(alert.title);
+      return Promise.resolve();
+    },
+  };
+}
+
+/**
+ * A payment worker of a fleet: an instance on `store` whose keyed `charge` write pushes `name`
+ * onto `sent` each time it is really sent.
+ */
+export function chargingWorker(
+  store: RedisSignalStore,
+  name: string,
+  sent: string[],
+  whenFleetDown: WhenFleetDown,
+) {
+  const sh = createSelfHealing({
+    agent: "pay",
+    store,
+    logger: { warn: () => undefined },
+    recovery: { ledger: { whenFleetDown } },
+  });
+  const charge = sh.tool(
+    "charge",
+    { readOnly: false, idempotencyKey: (o: { order: string }) => o.order },
+    (o: { order: string }) => {
+      sent.push(name);
+      return { charged: o.order, by: name };
+    },
+  );
+  return { sh, store, charge };
 }

@@ -2,10 +2,11 @@ import { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
 import { systemClock, type Clock } from "../../src/clock.js";
 import { createSelfHealing, isInFlightElsewhereError, type SelfHealing } from "../../src/index.js";
-import type { Notifier } from "../../src/notify/index.js";
 import { redisStore, type RedisSignalStore } from "../../src/redis/index.js";
+import type { WhenFleetDown } from "../../src/recovery/idempotency.js";
 import { hashKey } from "../../src/telemetry/spans.js";
 import { thrownFault } from "../../src/testing/index.js";
+import { chargingWorker, recordingPager } from "../helpers/engine.js";
 import { haveRedis, redisForSuite } from "../helpers/redis-server.js";
 
 const available = haveRedis("Redis fleet sync");
@@ -257,13 +258,7 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
 
     it("ten workers escalating the same failure page once per throttle period", async () => {
       const pages: string[] = [];
-      const pager: Notifier = {
-        channel: "pager",
-        send: (alert) => {
-          pages.push(alert.title);
-          return Promise.resolve();
-        },
-      };
+      const pager = recordingPager(pages);
       const workers = Array.from({ length: 10 }, () => {
         const store = redisStore({ url: suite.redis.url, prefix: "fleet2" });
         const sh = createSelfHealing({
@@ -364,24 +359,8 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
       await sleep(400); // its lease is over; the marker stays (its result's lifetime)
 
       const sent: string[] = [];
-      const make = (name: string, whenFleetDown: "refuse" | "local") => {
-        const store = redisStore({ url: suite.redis.url, prefix });
-        const sh = createSelfHealing({
-          agent: "pay",
-          store,
-          logger: { warn: () => undefined },
-          recovery: { ledger: { whenFleetDown } },
-        });
-        const charge = sh.tool(
-          "charge",
-          { readOnly: false, idempotencyKey: (o: { order: string }) => o.order },
-          (o: { order: string }) => {
-            sent.push(name);
-            return { charged: o.order, by: name };
-          },
-        );
-        return { sh, store, charge };
-      };
+      const make = (name: string, whenFleetDown: WhenFleetDown) =>
+        chargingWorker(redisStore({ url: suite.redis.url, prefix }), name, sent, whenFleetDown);
       const strict = make("strict", "refuse");
       const started = Date.now();
       const error: unknown = await strict.charge({ order: "o-3" }).catch((e: unknown) => e);

@@ -7,7 +7,6 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSelfHealing, type SelfHealing } from "../../src/index.js";
-import type { Notifier } from "../../src/notify/index.js";
 import { redisStore, type RedisSignalStore } from "../../src/redis/index.js";
 import { thrownFault } from "../../src/testing/index.js";
 import {
@@ -18,6 +17,7 @@ import {
   type Line,
   type WorkerState,
 } from "../fixtures/redis-fleet-worker.js";
+import { chargingWorker, recordingPager } from "../helpers/engine.js";
 import { haveRedis, startRedis, type RunningRedis } from "../helpers/redis-server.js";
 
 const available = haveRedis("Redis resync after an outage");
@@ -169,13 +169,7 @@ describe.skipIf(!available)("resync after an outage (real redis-server)", () => 
 
     it("an open breaker (verdict and lease, with their time left) and an alert throttle", async () => {
       const pages: string[] = [];
-      const pager: Notifier = {
-        channel: "pager",
-        send: (alert) => {
-          pages.push(alert.title);
-          return Promise.resolve();
-        },
-      };
+      const pager = recordingPager(pages);
       const make = () => {
         const store = redisStore({ url: redis.url, prefix: "reborn", commandTimeoutMs: 300 });
         const sh = createSelfHealing({
@@ -250,24 +244,13 @@ describe.skipIf(!available)("resync after an outage (real redis-server)", () => 
 
     it('a keyed write made alone while Redis was away ("local") is shared when it is back', async () => {
       const charges: string[] = [];
-      const make = (name: string) => {
-        const store = redisStore({ url: redis.url, prefix: "alone", commandTimeoutMs: 300 });
-        const sh = createSelfHealing({
-          agent: "pay",
-          store,
-          logger: { warn: () => undefined },
-          recovery: { ledger: { whenFleetDown: "local" } },
-        });
-        const charge = sh.tool(
-          "charge",
-          { readOnly: false, idempotencyKey: (o: { order: string }) => o.order },
-          (o: { order: string }) => {
-            charges.push(name);
-            return { charged: o.order, by: name };
-          },
+      const make = (name: string) =>
+        chargingWorker(
+          redisStore({ url: redis.url, prefix: "alone", commandTimeoutMs: 300 }),
+          name,
+          charges,
+          "local",
         );
-        return { sh, store, charge };
-      };
       const a = make("a");
       await a.charge({ order: "warm-up" }); // connected, past the grace of a new Redis
       await redis.kill();
