@@ -9,7 +9,7 @@ import { mkdirSync } from "node:fs";
 import { constants } from "node:os";
 import { parseArgs } from "node:util";
 import { systemClock } from "../clock.js";
-import { WATCH_ENV } from "../watchdog/agent.js";
+import { lastGeneration, WATCH_ENV } from "../watchdog/agent.js";
 import { cleanStaleTemps, heartbeatFile } from "../watchdog/heartbeat.js";
 import { readHeartbeat } from "../watchdog/reader.js";
 import {
@@ -111,6 +111,7 @@ export async function watch(argv: string[]): Promise<void> {
     );
   }
   await cleanStaleTemps(stateDir, session);
+  const generation = (await lastGeneration(stateDir, session)) + 1;
   const prove = ms(values["prove-ms"], "prove-ms");
   const pollMs = ms(values["poll-ms"], "poll-ms") ?? 5_000;
   const eventLog = eventLogFlag(values["event-log"]);
@@ -122,6 +123,7 @@ export async function watch(argv: string[]): Promise<void> {
   process.exitCode = await supervise(command, {
     stateDir,
     sessionId: session,
+    generation,
     limits,
     pollMs,
     agent,
@@ -199,13 +201,14 @@ function supervise(command: string[], options: WatchOptions): Promise<number> {
   let child: ChildProcess | undefined;
   let replacing = false;
   return new Promise<number>((resolve) => {
-    const launch = () => {
+    const launch = (generation: number) => {
       const proc = spawn(file, args, {
         stdio: "inherit",
         env: {
           ...process.env,
           [WATCH_ENV.stateDir]: stateDir,
           [WATCH_ENV.sessionId]: sessionId,
+          [WATCH_ENV.generation]: String(generation),
           [WATCH_ENV.deadMs]: String(limits.deadMs),
           [WATCH_ENV.stallMs]: String(limits.stallMs),
           [WATCH_ENV.graceMs]: String(limits.graceMs),
@@ -213,6 +216,7 @@ function supervise(command: string[], options: WatchOptions): Promise<number> {
         },
       });
       child = proc;
+      if (proc.pid !== undefined) say(`generation ${generation} started (pid ${proc.pid})`);
       proc.once("error", (error) => {
         say(`cannot start ${file}: ${error.message}`);
         finish(127);
@@ -227,12 +231,12 @@ function supervise(command: string[], options: WatchOptions): Promise<number> {
         void supervisor.processDied(`the agent exited with ${how}`);
       });
     };
-    /** Ends the running child (SIGTERM, then SIGKILL after 2 s) and starts a new one. */
-    const replace = async () => {
+    /** Ends the running child (SIGTERM, then SIGKILL after 2 s) and starts `generation`. */
+    const replace = async (generation: number) => {
       replacing = true;
       await end(child);
       replacing = false;
-      launch();
+      launch(generation);
     };
     const supervisor = new Supervisor({
       ...options,
@@ -276,7 +280,7 @@ function supervise(command: string[], options: WatchOptions): Promise<number> {
     };
     process.on("SIGINT", forward);
     process.on("SIGTERM", forward);
-    launch();
+    launch(supervisor.currentGeneration);
     supervisor.start();
   });
 }

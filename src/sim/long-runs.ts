@@ -132,6 +132,8 @@ class SimRun {
   /** It had a verdict other than healthy: its next healthy one is news. */
   troubled = false;
   private diedAt: number | undefined;
+  /** The generation of its process now (the supervisor numbers them). */
+  private gen = 1;
 
   constructor(
     readonly session: string,
@@ -193,6 +195,7 @@ class SimRun {
       startedAt: this.startedAt,
       pid: 0,
       contextTokens: this.tokens,
+      gen: this.gen,
     };
     return Promise.resolve({ ok: true, heartbeat });
   }
@@ -208,7 +211,8 @@ class SimRun {
   }
 
   /** A new process: it restores the snapshot (its step) and starts beating anew. */
-  relaunch(now: number, rotation: boolean): Promise<void> {
+  relaunch(now: number, rotation: boolean, generation: number): Promise<void> {
+    this.gen = generation;
     if (!rotation && this.frozen === "hard") this.frozen = undefined;
     // The fault of a died run was its process; a crash loop's is in every process.
     this.alive = true;
@@ -242,7 +246,14 @@ export async function runLongRuns(
     gaveUp: 0,
     pages: 0,
     unthrottled: 0,
-    verdicts: { healthy: 0, stalled: 0, session_dead: 0, context_bloat: 0, unreadable: 0 },
+    verdicts: {
+      healthy: 0,
+      starting: 0,
+      stalled: 0,
+      session_dead: 0,
+      context_bloat: 0,
+      unreadable: 0,
+    },
   };
   const faults = (Object.entries(scenario.mix) as [RunFault, number][]).flatMap(([fault, n]) =>
     Array.from({ length: n }, () => fault),
@@ -281,8 +292,8 @@ export async function runLongRuns(
       limits: { tokenLimit: scenario.tokenLimit },
       channel: { read: (now) => run.read(now), send: (m) => run.receive(m) },
       control: {
-        restart: () => run.relaunch(clock.now(), false),
-        rotate: () => run.relaunch(clock.now(), true),
+        restart: (generation) => run.relaunch(clock.now(), false, generation),
+        rotate: (generation) => run.relaunch(clock.now(), true, generation),
       },
       notify: (alert) => {
         result.pages++;

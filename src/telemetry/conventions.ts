@@ -137,6 +137,8 @@ export const ATTR_WATCHDOG_VERDICT = "selfheal.watchdog.verdict";
 export const ATTR_WATCHDOG_REASON = "selfheal.watchdog.reason";
 export const ATTR_WATCHDOG_TIER = "selfheal.watchdog.tier";
 export const ATTR_WATCHDOG_OUTCOME = "selfheal.watchdog.outcome";
+/** The generation of the run's process a verdict or tier is about (1, then one more per restart). */
+export const ATTR_WATCHDOG_GENERATION = "selfheal.watchdog.generation";
 
 /** Values of `selfheal.call.outcome`. */
 export const CALL_OUTCOMES = ["success", "error", "blocked", "recovered"] as const;
@@ -203,6 +205,8 @@ export const CIRCUIT_STATES = ["closed", "half_open", "open"] as const;
 /** What the watchdog says of a long run's heartbeat (`state` label of the verdicts counter). */
 export const WATCHDOG_VERDICTS = [
   "healthy",
+  // A process just started, inside its first-beat allowance: nothing to judge yet.
+  "starting",
   "stalled",
   "session_dead",
   "context_bloat",

@@ -2,23 +2,53 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { systemClock, type Clock } from "../clock.js";
 import { SelfHealConfigError } from "../errors.js";
-import { heartbeat, writeAtomic, type Beat, type HeartbeatWriter } from "./heartbeat.js";
+import {
+  heartbeat,
+  heartbeatFile,
+  writeAtomic,
+  type Beat,
+  type HeartbeatWriter,
+} from "./heartbeat.js";
+import { readSmallFile } from "./reader.js";
 
 /** A message from the supervisor, in the run's inbox. */
 export interface InboxMessage {
-  /** Increasing per session: a message is handled once. */
+  /** Increasing per session, across processes: a message is handled once. */
   seq: number;
   kind: "nudge" | "context_reset";
   at: number;
   /** For a nudge: what to tell the run (e.g. "you stopped before an LLM call; go on"). */
   text?: string;
+  /**
+   * The generation of the process it is for: an earlier process's message is skipped, a later
+   * one's is left for that process. Absent: for whichever process reads it first.
+   */
+  gen?: number;
 }
 
-/** The inbox and snapshot files of a session, beside its heartbeat. */
+/**
+ * The agent's acknowledgement (`<sessionId>.ack.json`): the highest `seq` it has handled or
+ * skipped. A restarted process continues from it, so no message is handled twice; the
+ * supervisor reads it to know a context reset was done.
+ */
+export interface InboxAck {
+  v: 1;
+  seq: number;
+  /** The generation of the process that wrote it. */
+  gen?: number;
+  at: number;
+}
+
+/** The inbox, acknowledgement and snapshot files of a session, beside its heartbeat. */
 export const inboxFile = (stateDir: string, sessionId: string): string =>
   join(stateDir, `${sessionId}.inbox.json`);
+export const ackFile = (stateDir: string, sessionId: string): string =>
+  join(stateDir, `${sessionId}.ack.json`);
 export const snapshotFile = (stateDir: string, sessionId: string): string =>
   join(stateDir, `${sessionId}.snapshot.json`);
+
+/** How many messages the inbox keeps: a run handles what it has not acknowledged, by seq. */
+const INBOX_KEEPS = 20;
 
 /** A snapshot that cannot be read back (corrupt, or not one): restoring it would lose state. */
 export class SnapshotError extends Error {
@@ -33,28 +63,62 @@ export async function sendToInbox(
   message: Omit<InboxMessage, "seq">,
 ): Promise<InboxMessage> {
   const file = inboxFile(stateDir, sessionId);
-  const messages = await readInbox(file);
-  const seq = (messages.at(-1)?.seq ?? 0) + 1;
+  const [messages, acked] = await Promise.all([readInbox(file), readAck(stateDir, sessionId)]);
+  // Past what the run acknowledged too: a lost inbox must not restart seq under it.
+  const seq = Math.max(messages.at(-1)?.seq ?? 0, acked) + 1;
   const sent: InboxMessage = { ...message, seq };
-  // The last few are enough: a run handles what it has not seen by seq.
-  await writeAtomic(stateDir, file, JSON.stringify({ messages: [...messages.slice(-19), sent] }));
+  const kept = [...messages.slice(1 - INBOX_KEEPS), sent];
+  await writeAtomic(stateDir, file, JSON.stringify({ messages: kept }));
   return sent;
 }
 
-async function readInbox(file: string): Promise<InboxMessage[]> {
+/** The JSON in one of a session's small files, or undefined (missing, partial, foreign). */
+async function readJson(file: string): Promise<unknown> {
+  const text = await readSmallFile(file);
+  if (typeof text !== "string") return undefined;
   try {
-    const parsed = JSON.parse(await readFile(file, "utf8")) as { messages?: unknown };
-    if (!Array.isArray(parsed.messages)) return [];
-    return parsed.messages.filter(
-      (m): m is InboxMessage =>
-        typeof m === "object" &&
-        m !== null &&
-        Number.isSafeInteger((m as InboxMessage).seq) &&
-        ((m as InboxMessage).kind === "nudge" || (m as InboxMessage).kind === "context_reset"),
-    );
+    return JSON.parse(text) as unknown;
   } catch {
-    return []; // no inbox yet, or one being replaced: read again on the next poll
+    return undefined; // being replaced, or garbage: read again on the next poll
   }
+}
+
+const isMessage = (m: unknown): m is InboxMessage => {
+  const { seq, kind, gen } = (typeof m === "object" && m !== null ? m : {}) as InboxMessage;
+  return (
+    Number.isSafeInteger(seq) &&
+    seq >= 1 &&
+    (kind === "nudge" || kind === "context_reset") &&
+    (gen === undefined || Number.isSafeInteger(gen))
+  );
+};
+
+async function readInbox(file: string): Promise<InboxMessage[]> {
+  const parsed = (await readJson(file)) as { messages?: unknown } | undefined;
+  if (!Array.isArray(parsed?.messages)) return [];
+  return parsed.messages.filter(isMessage).sort((a, b) => a.seq - b.seq);
+}
+
+/**
+ * The highest generation the session's files name (its heartbeat, acknowledgement and inbox), 0
+ * for none: a new supervisor numbers its first process past it, so nothing an earlier run of it
+ * left behind is taken for the new process's.
+ */
+export async function lastGeneration(stateDir: string, sessionId: string): Promise<number> {
+  const [beat, ack, inbox] = await Promise.all([
+    readJson(heartbeatFile(stateDir, sessionId)),
+    readJson(ackFile(stateDir, sessionId)),
+    readInbox(inboxFile(stateDir, sessionId)),
+  ]);
+  const gens = [beat, ack, ...inbox].map((v) => (v as { gen?: unknown } | undefined)?.gen);
+  return Math.max(0, ...gens.filter((g): g is number => Number.isSafeInteger(g)));
+}
+
+/** The highest seq the session's agent acknowledged (0: none, or no readable acknowledgement). */
+export async function readAck(stateDir: string, sessionId: string): Promise<number> {
+  const parsed = (await readJson(ackFile(stateDir, sessionId))) as { seq?: unknown } | undefined;
+  const seq = parsed?.seq;
+  return typeof seq === "number" && Number.isSafeInteger(seq) && seq > 0 ? seq : 0;
 }
 
 export interface SupervisedOptions {
@@ -75,6 +139,11 @@ export interface SupervisedOptions {
    * keep-alive checked, every `pollMs`, so a beat is at most `keepAliveMs + pollMs` old.
    */
   keepAliveMs?: number;
+  /**
+   * This process's generation, carried by its beats and matched against the inbox's messages.
+   * Default: `SELFHEAL_WATCH_GENERATION` (set by `selfheal watch`), else none.
+   */
+  generation?: number;
   clock?: Clock;
 }
 
@@ -85,6 +154,7 @@ export interface SupervisedOptions {
 export const WATCH_ENV = {
   stateDir: "SELFHEAL_STATE_DIR",
   sessionId: "SELFHEAL_SESSION_ID",
+  generation: "SELFHEAL_WATCH_GENERATION",
   deadMs: "SELFHEAL_WATCH_DEAD_MS",
   stallMs: "SELFHEAL_WATCH_STALL_MS",
   graceMs: "SELFHEAL_WATCH_GRACE_MS",
@@ -108,6 +178,12 @@ export function keepAliveFor(deadMs: string | number | undefined): number {
 
 type Handler = (message: InboxMessage) => void | Promise<void>;
 
+/** A generation from the environment: a whole number >= 1, else none. */
+function generationFrom(value: string | undefined): number | undefined {
+  const gen = value === undefined || value.trim() === "" ? NaN : Number(value);
+  return Number.isSafeInteger(gen) && gen >= 1 ? gen : undefined;
+}
+
 /**
  * The agent's side of supervision: it beats, hears the supervisor's nudges and context resets,
  * and keeps a snapshot of its state that a rotated process restores.
@@ -115,24 +191,30 @@ type Handler = (message: InboxMessage) => void | Promise<void>;
 export class Supervised {
   readonly stateDir: string;
   readonly sessionId: string;
+  /** This process's generation (see SupervisedOptions.generation). */
+  readonly generation: number | undefined;
   private readonly beats: HeartbeatWriter;
   private readonly clock: Clock;
   private readonly pollMs: number;
   private readonly keepAliveMs: number;
   private readonly handlers = { nudge: new Set<Handler>(), context_reset: new Set<Handler>() };
-  private seen = 0;
+  /** The highest seq handled or skipped; read from the acknowledgement on the first poll. */
+  private acked: number | undefined;
+  /** Polls one after another: a message is never handled by two at once. */
+  private polling: Promise<void> = Promise.resolve();
   private cancelPoll: (() => void) | undefined;
   private closed = false;
 
   constructor(options: SupervisedOptions = {}) {
-    const stateDir = options.stateDir ?? process.env.SELFHEAL_STATE_DIR;
+    const stateDir = options.stateDir ?? process.env[WATCH_ENV.stateDir];
     if (!stateDir)
       throw new SelfHealConfigError(
         "supervised.stateDir",
         "pass stateDir, or run under `selfheal watch` (SELFHEAL_STATE_DIR)",
       );
     this.stateDir = stateDir;
-    this.sessionId = options.sessionId ?? process.env.SELFHEAL_SESSION_ID ?? "agent";
+    this.sessionId = options.sessionId ?? process.env[WATCH_ENV.sessionId] ?? "agent";
+    this.generation = options.generation ?? generationFrom(process.env[WATCH_ENV.generation]);
     this.clock = options.clock ?? systemClock;
     this.pollMs = options.pollMs ?? 500;
     this.keepAliveMs = options.keepAliveMs ?? keepAliveFor(process.env[WATCH_ENV.deadMs]);
@@ -140,6 +222,7 @@ export class Supervised {
       stateDir,
       sessionId: this.sessionId,
       clock: this.clock,
+      generation: this.generation,
       ...(options.minIntervalMs !== undefined && { minIntervalMs: options.minIntervalMs }),
     });
     this.schedule();
@@ -194,20 +277,49 @@ export class Supervised {
     }
   }
 
-  /** Reads the inbox now (also done every `pollMs`). */
-  async poll(): Promise<void> {
-    const messages = await readInbox(inboxFile(this.stateDir, this.sessionId));
-    for (const message of messages) {
-      if (message.seq <= this.seen) continue;
-      this.seen = message.seq;
-      for (const handler of this.handlers[message.kind]) {
-        try {
-          await handler(message);
-        } catch {
-          // A handler that throws must not stop the others or the polling.
+  /**
+   * Reads the inbox now (also done every `pollMs`; the first time one poll after start, so
+   * register handlers right after `supervised()`). Messages are taken in seq order past the
+   * acknowledged one: each for this generation (or for any) is handled, then acknowledged; one
+   * for an earlier generation is skipped; one for a later generation stops the read (it is that
+   * process's to take).
+   */
+  poll(): Promise<void> {
+    this.polling = this.polling.catch(() => undefined).then(() => this.read());
+    return this.polling;
+  }
+
+  private async read(): Promise<void> {
+    // A restarted process continues from what its predecessors acknowledged.
+    this.acked ??= await readAck(this.stateDir, this.sessionId);
+    for (const message of await readInbox(inboxFile(this.stateDir, this.sessionId))) {
+      if (message.seq <= this.acked) continue;
+      const { gen } = message;
+      if (gen !== undefined && this.generation !== undefined && gen > this.generation) return;
+      const mine = gen === undefined || this.generation === undefined || gen === this.generation;
+      if (mine) {
+        for (const handler of this.handlers[message.kind]) {
+          try {
+            await handler(message);
+          } catch {
+            // A handler that throws must not stop the others or the polling.
+          }
         }
       }
+      // Acknowledged one at a time: a crash between two messages replays neither done one.
+      await this.acknowledge(message.seq);
     }
+  }
+
+  private async acknowledge(seq: number): Promise<void> {
+    this.acked = seq;
+    const ack: InboxAck = {
+      v: 1,
+      seq,
+      ...(this.generation !== undefined && { gen: this.generation }),
+      at: this.clock.now(),
+    };
+    await writeAtomic(this.stateDir, ackFile(this.stateDir, this.sessionId), JSON.stringify(ack));
   }
 
   /** Writes the waiting beat and stops reading the inbox. */

@@ -25,6 +25,11 @@ export interface Heartbeat {
   stepAt: number;
   /** When the session started, wall-clock ms (for the start-up grace period). */
   startedAt: number;
+  /**
+   * The generation of the process that wrote it, as `selfheal watch` numbers them
+   * (`SELFHEAL_WATCH_GENERATION`): a beat of an earlier process is never judged as this one's.
+   */
+  gen?: number;
 }
 
 /** What a beat reports. */
@@ -40,6 +45,8 @@ export interface HeartbeatOptions {
   sessionId: string;
   /** At most one write per this many ms (default 1000); a beat in between waits for it. */
   minIntervalMs?: number;
+  /** The process's generation, written in each beat (see `Heartbeat.gen`). */
+  generation?: number | undefined;
   clock?: Clock;
 }
 
@@ -88,6 +95,12 @@ export class HeartbeatWriter {
         `expected a number >= 0, got ${interval}`,
       );
     this.minIntervalMs = interval;
+    const gen = options.generation;
+    if (gen !== undefined && !(Number.isSafeInteger(gen) && gen >= 1))
+      throw new SelfHealConfigError(
+        "heartbeat.generation",
+        `expected a whole number >= 1, got ${gen}`,
+      );
     this.clock = options.clock ?? systemClock;
     this.file = heartbeatFile(options.stateDir, options.sessionId);
     this.startedAt = this.clock.now();
@@ -167,6 +180,7 @@ export class HeartbeatWriter {
       at: this.clock.now(),
       stepAt: this.stepAt,
       startedAt: this.startedAt,
+      ...(this.options.generation !== undefined && { gen: this.options.generation }),
     };
     this.lastWriteAt = heartbeat.at;
     // Writes go one after another: a later beat never lands under an earlier one.

@@ -10,8 +10,13 @@ import type { Heartbeat } from "./heartbeat.js";
 export type Unreadable =
   "missing" | "empty" | "garbage" | "invalid" | "future" | "not_a_file" | "too_large" | "timeout";
 
-export type ReadResult =
-  { ok: true; heartbeat: Heartbeat } | { ok: false; problem: Unreadable; detail: string };
+export type ReadResult = { ok: true; heartbeat: Heartbeat } | Unread;
+/** Why a file could not be used this time, in a line a person reads. */
+export interface Unread {
+  ok: false;
+  problem: Unreadable;
+  detail: string;
+}
 
 /** A file larger than this is not a heartbeat (and is not read whole), bytes. */
 export const MAX_HEARTBEAT_BYTES = 64 * 1024;
@@ -42,7 +47,7 @@ export async function readHeartbeat(
   maxSkewMs = MAX_SKEW_MS,
   timeoutMs = READ_TIMEOUT_MS,
 ): Promise<ReadResult> {
-  const raw = await within(readBounded(file), timeoutMs);
+  const raw = await readSmallFile(file, timeoutMs);
   if (typeof raw !== "string") return raw;
   if (raw.trim() === "") return bad("empty", "no content");
   let value: unknown;
@@ -65,8 +70,16 @@ export async function readHeartbeat(
   return { ok: true, heartbeat };
 }
 
+/**
+ * The text of one of a session's small files (heartbeat, inbox, acknowledgement), read the way
+ * that cannot hang: a regular file only, at most {@link MAX_HEARTBEAT_BYTES}, time-boxed.
+ */
+export function readSmallFile(file: string, timeoutMs = READ_TIMEOUT_MS): Promise<string | Unread> {
+  return within(readBounded(file), timeoutMs);
+}
+
 /** The file's text, or why not; the handle is always closed. */
-async function readBounded(file: string): Promise<string | ReadResult> {
+async function readBounded(file: string): Promise<string | Unread> {
   let handle;
   try {
     // O_NONBLOCK: opening a FIFO with no writer returns at once instead of waiting for one.
@@ -98,9 +111,9 @@ async function readBounded(file: string): Promise<string | ReadResult> {
 }
 
 /** The read's answer, or a `timeout` problem once `ms` have passed (the read is abandoned). */
-function within(read: Promise<string | ReadResult>, ms: number): Promise<string | ReadResult> {
+function within(read: Promise<string | Unread>, ms: number): Promise<string | Unread> {
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<ReadResult>((resolve) => {
+  const late = new Promise<Unread>((resolve) => {
     timer = setTimeout(() => {
       resolve(bad("timeout", `no answer within ${ms} ms`));
     }, ms);
@@ -111,7 +124,7 @@ function within(read: Promise<string | ReadResult>, ms: number): Promise<string 
   });
 }
 
-function failed(error: unknown): ReadResult {
+function failed(error: unknown): Unread {
   const code = (error as NodeJS.ErrnoException).code;
   if (code === "ENOENT") return bad("missing", code);
   // A directory on some systems, a Unix socket (ENXIO), a FIFO opened for writing elsewhere.
@@ -134,7 +147,7 @@ function kind(stat: {
   return "not a file";
 }
 
-const bad = (problem: Unreadable, detail: string): ReadResult => ({ ok: false, problem, detail });
+const bad = (problem: Unreadable, detail: string): Unread => ({ ok: false, problem, detail });
 
 /** What is wrong with a parsed heartbeat, if anything. */
 function invalid(value: unknown): string | undefined {
@@ -149,5 +162,7 @@ function invalid(value: unknown): string | undefined {
   }
   if (h.contextTokens !== undefined && (typeof h.contextTokens !== "number" || h.contextTokens < 0))
     return "bad contextTokens";
+  if (h.gen !== undefined && !(Number.isSafeInteger(h.gen) && (h.gen as number) >= 1))
+    return "bad gen";
   return undefined;
 }

@@ -5,7 +5,7 @@ import { JsonlLog, type EventLogOptions } from "../recovery/event-log.js";
 import type { Tier } from "../telemetry/conventions.js";
 import { AlertThrottle } from "../notify/throttle.js";
 import { SelfHealConfigError } from "../errors.js";
-import { sendToInbox, type InboxMessage } from "./agent.js";
+import { readAck, sendToInbox, type InboxMessage } from "./agent.js";
 import { readHeartbeat, type ReadResult } from "./reader.js";
 import { heartbeatFile } from "./heartbeat.js";
 import { DEFAULT_INTENSITY, RestartIntensity, type IntensityOptions } from "./intensity.js";
@@ -20,19 +20,23 @@ const NEXT_TIER: Record<Tier, Tier> = {
   rotation: "rotation",
 };
 /** Where recovery starts for each verdict: the least disruptive tier that can help. */
-const FIRST_TIER: Record<Exclude<Verdict, "healthy">, Tier> = {
+const FIRST_TIER: Record<Exclude<Verdict, "healthy" | "starting">, Tier> = {
   stalled: "nudge",
   context_bloat: "context_reset",
   session_dead: "rotation",
   unreadable: "rotation",
 };
 
-/** What the supervisor can do to the run's process (`selfheal watch` does it to its child). */
+/**
+ * What the supervisor can do to the run's process (`selfheal watch` does it to its child). Each
+ * starts the process as `generation` (one more than the last): its beats must carry it (`gen`,
+ * from `SELFHEAL_WATCH_GENERATION`) for the supervisor to judge them as its own.
+ */
 export interface RunControl {
-  /** Tier 2: after the run was told to reset its context, restart it in place. */
-  restart(): Promise<void>;
+  /** Tier 2: after the run reset its context (or had its proving time to), restart it in place. */
+  restart(generation: number): Promise<void>;
   /** Tier 3: end the run and start a new process, which restores the last snapshot. */
-  rotate(): Promise<void>;
+  rotate(generation: number): Promise<void>;
 }
 
 export type { SupervisorEvent };
@@ -43,7 +47,13 @@ export type { SupervisorEvent };
  */
 export interface RunChannel {
   read(now: number): Promise<ReadResult>;
-  send(message: Omit<InboxMessage, "seq">): Promise<unknown>;
+  /** Puts a message in the run's inbox; resolves with it (and its seq) when numbered. */
+  send(message: Omit<InboxMessage, "seq">): Promise<InboxMessage | void>;
+  /**
+   * The highest seq the run acknowledged. With it (and a numbered send), Tier 2 waits for the run
+   * to acknowledge its context reset, or for the tier's proving time, before it restarts the run.
+   */
+  acked?(): Promise<number>;
 }
 
 export interface SupervisorOptions {
@@ -53,6 +63,11 @@ export interface SupervisorOptions {
   /** Instead of the files in `stateDir`. */
   channel?: RunChannel;
   control: RunControl;
+  /**
+   * The generation of the process running when supervision starts (default 1); each restart and
+   * rotation starts the next one.
+   */
+  generation?: number;
   limits?: Partial<Limits>;
   /** How often the heartbeat is read, ms (default 5000). */
   pollMs?: number;
@@ -86,10 +101,23 @@ function fileChannel(stateDir: string | undefined, sessionId: string): RunChanne
   return {
     read: (now) => readHeartbeat(file, now),
     send: (message) => sendToInbox(stateDir, sessionId, message),
+    acked: () => readAck(stateDir, sessionId),
   };
 }
 
 const PROVE_MS: Record<Tier, number> = { nudge: 15_000, context_reset: 60_000, rotation: 60_000 };
+
+/** The tier at work: the step it started from, and when it must have shown progress. */
+interface Pending {
+  tier: Tier;
+  fromStep: number;
+  until: number;
+  reason: string;
+  /** A rotation waiting out its backoff. */
+  rotateAt?: number;
+  /** Tier 2 waiting for the run to acknowledge its context reset (this seq) to restart it. */
+  ackSeq?: number;
+}
 
 /**
  * Watches one run and recovers it in tiers, each given time to prove progress: Tier 1 nudges it
@@ -106,14 +134,12 @@ export class Supervisor {
   private readonly prove: Record<Tier, number>;
   private lastVerdict: Verdict | undefined;
   private lastStep = -1;
-  /** The tier at work: the step it started from, when it must have shown progress. */
-  private pending:
-    { tier: Tier; fromStep: number; until: number; rotateAt?: number; reason: string } | undefined;
+  private pending: Pending | undefined;
   private cancelTimer: (() => void) | undefined;
   private stopped = false;
-  /** When the run's process last started (supervision, a restart, a rotation). */
+  /** The run's process now: its generation, and when it was started. */
+  private generation: number;
   private launchedAt: number;
-  private readonly deadMs: number;
   private gaveUp = false;
   private readonly telemetry: WatchdogTelemetry;
   private readonly eventLog: JsonlLog | undefined;
@@ -147,7 +173,18 @@ export class Supervisor {
     this.throttle = new AlertThrottle(options.throttleMs ?? 10 * 60_000);
     this.prove = { ...PROVE_MS, ...options.proveMs };
     this.launchedAt = this.clock.now();
-    this.deadMs = options.limits?.deadMs ?? DEFAULT_LIMITS.deadMs;
+    const generation = options.generation ?? 1;
+    if (!(Number.isSafeInteger(generation) && generation >= 1))
+      throw new SelfHealConfigError(
+        "Supervisor.generation",
+        `expected a whole number >= 1, got ${generation}`,
+      );
+    this.generation = generation;
+  }
+
+  /** The generation of the run's process now (1, then one more per restart or rotation). */
+  get currentGeneration(): number {
+    return this.generation;
   }
 
   /** Whether it gave up (the intensity limit was reached). */
@@ -221,37 +258,50 @@ export class Supervisor {
     return this.eventLog?.flush() ?? Promise.resolve();
   }
 
-  /** One look at the heartbeat, and what follows from it. */
+  /**
+   * One look at the heartbeat, and what follows from it. Only the current process's beats are
+   * judged: between a tier's decision and the next process's start (a rotation's backoff, Tier 2
+   * waiting for its acknowledgement) nothing is, and a new process is `starting` until its first
+   * beat or the dead limit.
+   */
   async tick(): Promise<void> {
     if (this.stopped) return;
     const now = this.clock.now();
-    const seen = await this.watcher.look(now);
-    if (seen.verdict !== this.lastVerdict) {
-      this.lastVerdict = seen.verdict;
-      this.emit({ kind: "verdict", at: now, verdict: seen.verdict, reason: seen.reason });
-    }
-    // A process just started has the dead limit to write its first beat: until then a missing
-    // file, or the last process's stale one, says nothing about it.
-    const starting = now - this.launchedAt < this.deadMs;
-    const stale = seen.heartbeat !== undefined && seen.heartbeat.at < this.launchedAt;
-    if (starting && (seen.problem !== undefined || stale)) return;
-    const step = seen.heartbeat?.stepIdx;
-    const moved = step !== undefined && step > (this.pending?.fromStep ?? this.lastStep);
-    if (step !== undefined) this.lastStep = Math.max(this.lastStep, step);
-    if (this.pending?.rotateAt !== undefined) {
-      if (now < this.pending.rotateAt) return; // the rotation's backoff
-      await this.rotate(this.pending.reason, now);
+    const pending = this.pending;
+    if (pending?.rotateAt !== undefined) {
+      if (now >= pending.rotateAt) await this.rotate(pending.reason, now);
       return;
     }
-    if (this.pending) {
+    if (pending?.ackSeq !== undefined) {
+      const acknowledged = (await this.acked()) >= pending.ackSeq;
+      if (acknowledged || now >= pending.until) await this.restart(pending, acknowledged, now);
+      return;
+    }
+    const seen = await this.watcher.look(now, { generation: this.generation, at: this.launchedAt });
+    if (seen.verdict !== this.lastVerdict) {
+      this.lastVerdict = seen.verdict;
+      this.emit({
+        kind: "verdict",
+        at: now,
+        verdict: seen.verdict,
+        reason: seen.reason,
+        generation: this.generation,
+        ...(seen.heartbeat && { pid: seen.heartbeat.pid }),
+      });
+    }
+    if (seen.verdict === "starting") return;
+    const step = seen.heartbeat?.stepIdx;
+    const moved = step !== undefined && step > (pending?.fromStep ?? this.lastStep);
+    if (step !== undefined) this.lastStep = Math.max(this.lastStep, step);
+    if (pending) {
       if (moved && seen.verdict === "healthy") {
-        this.emit({ kind: "tier_result", at: now, tier: this.pending.tier, outcome: "recovered" });
+        this.emit({ kind: "tier_result", at: now, tier: pending.tier, outcome: "recovered" });
         this.pending = undefined;
         return;
       }
-      if (now < this.pending.until) return; // still proving
-      this.emit({ kind: "tier_result", at: now, tier: this.pending.tier, outcome: "failed" });
-      await this.run(NEXT_TIER[this.pending.tier], `${this.pending.tier} did not help`, now);
+      if (now < pending.until) return; // still proving
+      this.emit({ kind: "tier_result", at: now, tier: pending.tier, outcome: "failed" });
+      await this.run(NEXT_TIER[pending.tier], `${pending.tier} did not help`, now);
       return;
     }
     if (seen.verdict !== "healthy") await this.run(FIRST_TIER[seen.verdict], seen.reason, now);
@@ -264,18 +314,24 @@ export class Supervisor {
   async processDied(reason: string): Promise<void> {
     if (this.stopped || this.pending?.rotateAt !== undefined) return;
     const now = this.clock.now();
-    // A tier still proving itself has failed: its run is gone.
+    // A tier still at work has failed: its run is gone.
     if (this.pending) {
       this.emit({ kind: "tier_result", at: now, tier: this.pending.tier, outcome: "failed" });
       this.pending = undefined;
     }
-    this.emit({ kind: "verdict", at: now, verdict: "session_dead", reason });
     this.lastVerdict = "session_dead";
+    this.emit({
+      kind: "verdict",
+      at: now,
+      verdict: "session_dead",
+      reason,
+      generation: this.generation,
+    });
     await this.run("rotation", reason, now);
   }
 
   private async run(tier: Tier, reason: string, now: number): Promise<void> {
-    const { sessionId, control } = this.options;
+    const { sessionId } = this.options;
     if (tier === "rotation") {
       const decision = this.intensity.next(now);
       if (!decision.restart) {
@@ -286,36 +342,72 @@ export class Supervisor {
         this.stop();
         return;
       }
-      this.emit({ kind: "tier", at: now, tier, reason });
+      const resumes = this.lastStep >= 0 ? `; its last step was ${this.lastStep}` : "";
+      const why = `${reason}${resumes}`;
+      this.emit({ kind: "tier", at: now, tier, reason: why });
       // After its backoff, on a later look: a look never waits.
       const rotateAt = now + decision.waitMs;
-      this.pending = { tier, fromStep: this.lastStep, until: rotateAt, rotateAt, reason };
-      if (decision.waitMs <= 0) await this.rotate(reason, now);
+      this.pending = { tier, fromStep: this.lastStep, until: rotateAt, rotateAt, reason: why };
+      if (decision.waitMs <= 0) await this.rotate(why, now);
       return;
-    } else {
-      this.emit({ kind: "tier", at: now, tier, reason });
-      const text =
-        tier === "nudge" ? `selfheal: ${reason}; carry on with your next step` : undefined;
-      await this.channel.send({ kind: tier, at: now, ...(text && { text }) });
-      if (tier === "context_reset") {
-        await control.restart();
-        this.launchedAt = this.clock.now();
-      }
     }
+    this.emit({ kind: "tier", at: now, tier, reason });
+    const text = tier === "nudge" ? `selfheal: ${reason}; carry on with your next step` : undefined;
+    const sent = await this.channel.send({
+      kind: tier,
+      at: now,
+      gen: this.generation,
+      ...(text && { text }),
+    });
     this.pending = { tier, fromStep: this.lastStep, until: now + this.prove[tier], reason };
+    if (tier !== "context_reset") return;
+    // Tier 2 restarts the run once it acknowledged the reset, or its proving time is over.
+    if (sent && this.channel.acked) this.pending.ackSeq = sent.seq;
+    else await this.restart(this.pending, true, now);
+  }
+
+  /** The highest seq the run acknowledged (a failed read: none yet). */
+  private async acked(): Promise<number> {
+    try {
+      return (await this.channel.acked?.()) ?? 0;
+    } catch {
+      return 0;
+    }
+  }
+
+  /**
+   * Tier 2's restart. A reset the run did not acknowledge (frozen) is sent again, for the next
+   * process: it is done once, by the process it reaches, never replayed by both.
+   */
+  private async restart(pending: Pending, acknowledged: boolean, now: number): Promise<void> {
+    if (!acknowledged)
+      await this.channel.send({ kind: "context_reset", at: now, gen: this.generation + 1 });
+    await this.launch("restart");
+    this.pending = {
+      tier: "context_reset",
+      fromStep: pending.fromStep,
+      until: this.launchedAt + this.prove.context_reset,
+      reason: pending.reason,
+    };
   }
 
   /** Tier 3 itself, once its backoff is over. */
   private async rotate(reason: string, now: number): Promise<void> {
-    await this.options.control.rotate();
-    this.launchedAt = this.clock.now();
+    await this.launch("rotate");
     this.alert("rotation", `${this.options.sessionId} was rotated`, reason, now);
     this.pending = {
       tier: "rotation",
       fromStep: this.lastStep,
-      until: now + this.prove.rotation,
+      until: this.launchedAt + this.prove.rotation,
       reason,
     };
+  }
+
+  /** Starts the next generation of the run's process. */
+  private async launch(how: "restart" | "rotate"): Promise<void> {
+    this.generation++;
+    await this.options.control[how](this.generation);
+    this.launchedAt = this.clock.now();
   }
 
   /** Tells a person, at most once per kind and period for this session. */

@@ -12,6 +12,7 @@ import {
 import type { JsonlLog } from "../recovery/event-log.js";
 import {
   ATTR_GEN_AI_AGENT_NAME,
+  ATTR_WATCHDOG_GENERATION,
   ATTR_WATCHDOG_OUTCOME,
   ATTR_WATCHDOG_REASON,
   ATTR_WATCHDOG_SESSION_ID,
@@ -37,7 +38,15 @@ import { redact } from "../telemetry/redact.js";
 
 /** What the supervisor does, as it happens. */
 export type SupervisorEvent =
-  | { kind: "verdict"; at: number; verdict: Verdict; reason: string }
+  | {
+      kind: "verdict";
+      at: number;
+      verdict: Verdict;
+      reason: string;
+      /** The generation of the process judged, and the pid its beat names (when read from one). */
+      generation?: number;
+      pid?: number;
+    }
   | { kind: "tier"; at: number; tier: Tier; reason: string }
   | { kind: "tier_result"; at: number; tier: Tier; outcome: "recovered" | "failed" }
   | { kind: "gave_up"; at: number; reason: string };
@@ -136,6 +145,9 @@ export class WatchdogTelemetry {
               ...this.base,
               [ATTR_WATCHDOG_VERDICT]: event.verdict,
               [ATTR_WATCHDOG_REASON]: redact(event.reason, MAX_REASON_LENGTH),
+              ...(event.generation !== undefined && {
+                [ATTR_WATCHDOG_GENERATION]: event.generation,
+              }),
             },
           })
           .end(event.at);

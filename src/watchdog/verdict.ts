@@ -29,6 +29,10 @@ export const DEFAULT_LIMITS: Limits = {
   graceMs: 60_000,
 };
 
+/** Short limits (tests, tight budgets) keep a decimal: "0.6 s", not "1 s". */
+const seconds = (ms: number) =>
+  ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`;
+
 export interface Evaluation {
   verdict: Verdict;
   /** Why, in a line a person reads. */
@@ -49,9 +53,6 @@ export function evaluate(
   now: number,
   limits: Limits = DEFAULT_LIMITS,
 ): Evaluation {
-  // Short limits (tests, tight budgets) keep a decimal: "0.6 s", not "1 s".
-  const seconds = (ms: number) =>
-    ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`;
   const silent = now - heartbeat.at;
   if (silent > limits.deadMs)
     return {
@@ -78,14 +79,35 @@ export function evaluate(
       verdict: "stalled",
       reason: `step ${heartbeat.stepIdx} unmoved for ${seconds(still)} in stage ${heartbeat.stage} (limit ${seconds(stallLimit)})`,
     };
-  const restarted = previous !== undefined && previous.startedAt !== heartbeat.startedAt;
+  const restarted =
+    previous !== undefined &&
+    (previous.startedAt !== heartbeat.startedAt || previous.gen !== heartbeat.gen);
+  const who = heartbeat.gen === undefined ? "new session" : `generation ${heartbeat.gen}`;
   return {
     verdict: "healthy",
     reason: restarted
-      ? `new session from step ${heartbeat.stepIdx}`
+      ? `${who} resumed from step ${heartbeat.stepIdx}`
       : `step ${heartbeat.stepIdx} in stage ${heartbeat.stage}`,
   };
 }
+
+/**
+ * The process the supervisor started last: what the watcher judges. Beats written before it (by
+ * an earlier process, or an earlier run of the supervisor) say nothing about it.
+ */
+export interface Launch {
+  /** Its generation: its beats carry it in `gen`. */
+  generation: number;
+  /** When it was started, on the supervisor's clock, ms. */
+  at: number;
+}
+
+/**
+ * Whether a beat is the launched process's: its `gen` when it carries one; else (an agent that
+ * does not know its generation) written since the launch.
+ */
+const isOf = (heartbeat: Heartbeat, launch: Launch): boolean =>
+  heartbeat.gen === undefined ? heartbeat.at >= launch.at : heartbeat.gen === launch.generation;
 
 /**
  * Reads a run's heartbeat file and judges it. A file that cannot be used (missing, empty,
@@ -108,8 +130,35 @@ export class HeartbeatWatcher {
     this.read = typeof source === "string" ? (now) => readHeartbeat(source, now) : source;
   }
 
-  async look(now: number): Promise<Evaluation & { heartbeat?: Heartbeat; problem?: Unreadable }> {
+  /**
+   * One look at `now`. With `launch`, only that process's beats are judged: until it has written
+   * one, the verdict is `starting` for the dead limit from its start (a missing or unreadable
+   * file is not counted against it), then `session_dead`; a beat of an earlier process is never
+   * judged, nor returned.
+   */
+  async look(
+    now: number,
+    launch?: Launch,
+  ): Promise<Evaluation & { heartbeat?: Heartbeat; problem?: Unreadable }> {
     const read = await this.read(now);
+    if (launch && !(read.ok && isOf(read.heartbeat, launch))) {
+      const since = now - launch.at;
+      if (since < this.limits.deadMs) {
+        this.failures = 0;
+        this.last = {
+          verdict: "starting",
+          reason: `generation ${launch.generation} started ${seconds(Math.max(0, since))} ago; its first heartbeat is due within ${seconds(this.limits.deadMs)}`,
+        };
+        return { ...this.last, ...(!read.ok && { problem: read.problem }) };
+      }
+      if (read.ok) {
+        this.last = {
+          verdict: "session_dead",
+          reason: `generation ${launch.generation} wrote no heartbeat within ${seconds(this.limits.deadMs)} of its start (the file is an earlier process's, step ${read.heartbeat.stepIdx})`,
+        };
+        return { ...this.last };
+      }
+    }
     if (!read.ok) {
       this.failures++;
       if (this.failures >= this.unreadableAfter) {

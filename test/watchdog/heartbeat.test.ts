@@ -214,7 +214,14 @@ describe("verdicts (pure)", () => {
   it("names a new session (a rotation) and the step it resumed from", () => {
     const before = hb();
     const after = hb({ startedAt: at(5_000), at: at(6_000), stepAt: at(6_000), stepIdx: 10 });
-    expect(evaluate(after, before, at(6_500), limits).reason).toBe("new session from step 10");
+    expect(evaluate(after, before, at(6_500), limits).reason).toBe(
+      "new session resumed from step 10",
+    );
+    // With generations (under selfheal watch), the process is named by its generation.
+    const gen2 = { ...after, gen: 2 };
+    expect(evaluate(gen2, { ...before, gen: 1 }, at(6_500), limits).reason).toBe(
+      "generation 2 resumed from step 10",
+    );
   });
 
   it("says why, in a line", () => {

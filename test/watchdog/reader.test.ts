@@ -196,7 +196,8 @@ describe("supervision continues whatever the heartbeat path is", () => {
         sessionId: "s",
         pollMs: 40,
         channel: { read, send: () => Promise.resolve() },
-        limits: { deadMs: 10_000 },
+        // Past the first-beat allowance at once: the failed reads count from the first look.
+        limits: { deadMs: 1 },
         control: { restart: () => Promise.resolve(), rotate: () => Promise.resolve() },
         onEvent: (e) => events.push(e),
       });

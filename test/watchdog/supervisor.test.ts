@@ -32,13 +32,19 @@ function setup(
   const clock = new VirtualClock();
   const stateDir = join(root, `d${n++}`);
   const sessionId = "night";
-  const run = {
-    writer: heartbeat({ stateDir, sessionId, clock, minIntervalMs: 0 }),
-    step: 0,
-    stepping: true,
-    beating: true,
-    tokens: 1_000,
+  const nudges: string[] = [];
+  /** One process of the run, as `selfheal watch` starts it: its generation in beats and inbox. */
+  const processOf = (generation: number) => {
+    const agent = supervised({ stateDir, sessionId, clock, generation, pollMs: 60 * 60_000 });
+    agent.onNudge((m) => {
+      nudges.push(m.text ?? "");
+    });
+    return {
+      agent,
+      writer: heartbeat({ stateDir, sessionId, clock, minIntervalMs: 0, generation }),
+    };
   };
+  const run = { ...processOf(1), step: 0, stepping: true, beating: true, tokens: 1_000 };
   const actions: string[] = [];
   const alerts: string[] = [];
   const events: SupervisorEvent[] = [];
@@ -52,16 +58,17 @@ function setup(
     },
     intensity: { maxRestarts: 3, periodMs: 10 * 60_000, baseBackoffMs: 1_000, maxBackoffMs: 4_000 },
     control: {
-      restart: () => {
+      restart: (generation) => {
         actions.push("restart");
+        Object.assign(run, processOf(generation));
         if (behaviour.afterRestart === "steps") run.stepping = true;
         run.tokens = 1_000;
         return Promise.resolve();
       },
-      rotate: () => {
+      rotate: (generation) => {
         actions.push("rotate");
         // A new process, a new session start, resuming from the last step (its snapshot).
-        run.writer = heartbeat({ stateDir, sessionId, clock, minIntervalMs: 0 });
+        Object.assign(run, processOf(generation));
         run.beating = behaviour.afterRotate !== "dead";
         run.stepping = behaviour.afterRotate === "steps";
         return Promise.resolve();
@@ -73,14 +80,10 @@ function setup(
     onEvent: (e) => events.push(e),
     ...options.supervisor,
   });
-  const agent = supervised({ stateDir, sessionId, clock, pollMs: 60 * 60_000 });
-  const nudges: string[] = [];
-  agent.onNudge((m) => {
-    nudges.push(m.text ?? "");
-  });
-  /** Five seconds of the run (a beat), then one look by the supervisor. */
+  /** Five seconds of the run (it reads its inbox and beats, while it lives), then one look. */
   const second5 = async () => {
     if (run.beating) {
+      await run.agent.poll();
       if (run.stepping) run.step++;
       await run.writer.beat({ stage: "planning", stepIdx: run.step, contextTokens: run.tokens });
     }
@@ -90,7 +93,7 @@ function setup(
   const tiers = () => events.flatMap((e) => (e.kind === "tier" ? [e.tier] : []));
   const results = () =>
     events.flatMap((e) => (e.kind === "tier_result" ? [`${e.tier}:${e.outcome}`] : []));
-  return { run, sv, agent, nudges, actions, alerts, events, second5, tiers, results, stateDir };
+  return { run, sv, nudges, actions, alerts, events, second5, tiers, results, stateDir };
 }
 
 describe("the supervisor's tiers", () => {
@@ -107,7 +110,7 @@ describe("the supervisor's tiers", () => {
     t.run.stepping = false; // frozen before an LLM call, still beating
     for (let i = 0; i < 20; i++) await t.second5(); // 100 s: past the 90 s stall limit
     expect(t.tiers()).toEqual(["nudge"]);
-    await t.agent.poll();
+    await t.run.agent.poll();
     expect(t.nudges[0]).toMatch(/unmoved .* carry on/);
     t.run.stepping = true; // the nudge worked
     await t.second5();
