@@ -47,8 +47,8 @@ export type { SupervisorEvent };
  */
 export interface RunChannel {
   read(now: number): Promise<ReadResult>;
-  /** Puts a message in the run's inbox; resolves with it (and its seq) when numbered. */
-  send(message: Omit<InboxMessage, "seq">): Promise<InboxMessage | void>;
+  /** Puts a message in the run's inbox; resolves with it (its `seq`) where messages are numbered. */
+  send(message: Omit<InboxMessage, "seq">): Promise<unknown>;
   /**
    * The highest seq the run acknowledged. With it (and a numbered send), Tier 2 waits for the run
    * to acknowledge its context reset, or for the tier's proving time, before it restarts the run.
@@ -362,7 +362,8 @@ export class Supervisor {
     this.pending = { tier, fromStep: this.lastStep, until: now + this.prove[tier], reason };
     if (tier !== "context_reset") return;
     // Tier 2 restarts the run once it acknowledged the reset, or its proving time is over.
-    if (sent && this.channel.acked) this.pending.ackSeq = sent.seq;
+    const seq = (sent as Partial<InboxMessage> | undefined)?.seq;
+    if (seq !== undefined && this.channel.acked) this.pending.ackSeq = seq;
     else await this.restart(this.pending, true, now);
   }
 
