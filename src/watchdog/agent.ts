@@ -84,8 +84,12 @@ async function readJson(file: string): Promise<unknown> {
 }
 
 const isMessage = (m: unknown): m is InboxMessage => {
-  const { seq, kind, gen } = (typeof m === "object" && m !== null ? m : {}) as InboxMessage;
+  const { seq, kind, gen } = (typeof m === "object" && m !== null ? m : {}) as Record<
+    keyof InboxMessage,
+    unknown
+  >;
   return (
+    typeof seq === "number" &&
     Number.isSafeInteger(seq) &&
     seq >= 1 &&
     (kind === "nudge" || kind === "context_reset") &&
