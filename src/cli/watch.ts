@@ -24,41 +24,64 @@ import { eventLogFlag, metricsPortFlag, startCliTelemetry, stopCliTelemetry } fr
 export const WATCH_USAGE = `Usage: selfheal watch --state-dir DIR [options] -- COMMAND [ARGS...]
        selfheal watch --state-dir DIR --once [--json]
 
-Runs COMMAND (an agent that beats with selfheal/watchdog's supervised()) and supervises it:
-a stall is nudged, a bloated or frozen context is reset and the agent restarted, a dead agent is
-rotated to a new process that restores its snapshot. The child gets SELFHEAL_STATE_DIR,
-SELFHEAL_SESSION_ID and its limits in ms: SELFHEAL_WATCH_DEAD_MS, SELFHEAL_WATCH_STALL_MS,
-SELFHEAL_WATCH_GRACE_MS, SELFHEAL_WATCH_POLL_MS (supervised() keeps alive every third of the
-dead limit). Stale temporary files of the session are removed at start.
+Runs COMMAND, an agent that beats (selfheal/watchdog's supervised(), or any language speaking
+the file protocol of docs/watchdog-protocol.md), and supervises it: a stall is nudged (Tier 1),
+a bloated context or a failed nudge gets a context reset and a restart (Tier 2), a dead or
+unreadable agent is rotated to a new process that restores its snapshot (Tier 3). Each process
+is a generation (1, 2, ...): only the current one's beats are judged, and a new one is
+"starting" until its first beat. Verdicts and tiers are printed on stderr.
+
+The child's environment: SELFHEAL_STATE_DIR, SELFHEAL_SESSION_ID, SELFHEAL_WATCH_GENERATION,
+and its limits in whole ms: SELFHEAL_WATCH_DEAD_MS, SELFHEAL_WATCH_STALL_MS,
+SELFHEAL_WATCH_GRACE_MS, SELFHEAL_WATCH_POLL_MS. Stale temporary files of the session (their
+writer gone) are removed at start.
+
 Exit code: the child's; 128 + the signal's number when a signal ended it (SIGTERM: 143);
-3 when supervision gave up (the agent is sent SIGTERM, then SIGKILL after 2 s); 127 when the
-command cannot start. With OTEL_EXPORTER_OTLP_ENDPOINT set, verdicts and tiers go out as spans
-and metrics.
+3 when supervision gave up (the agent gets SIGTERM, then SIGKILL 2 s later); 127 when the
+command cannot start; 2 on bad usage. With OTEL_EXPORTER_OTLP_ENDPOINT set, verdicts and tiers
+go out as spans and metrics.
 
 Options:
-  --state-dir DIR     where the heartbeat, inbox and snapshot live (required)
-  --session ID        the session id (default agent)
-  --token-limit N     the model's context limit, for the bloat verdict
-  --poll-ms MS        how often the heartbeat is read (default 5000)
-  --dead-ms MS        no heartbeat this long: dead (default 30000)
-  --stall-ms MS       step unmoved this long: stalled (default 90000)
-  --grace-ms MS       no stall verdict this long after start (default 60000)
-  --prove-ms MS       time each tier has to show progress (default 15000, 60000, 60000)
-  --agent NAME        agent label of the watchdog's spans and metrics (default the session id)
-  --event-log FILE    append each verdict and tier to FILE (JSONL, read by selfheal report)
-  --metrics-port P    serve the watchdog's Prometheus metrics on 127.0.0.1:P/metrics
-  --once              print one verdict and exit
-  --json              with --once: as JSON
-  -h, --help          this help`;
+  --state-dir DIR            where the heartbeat, inbox, ack and snapshot live (required)
+  --session ID               the session id (default agent)
+  --agent NAME               agent label of the watchdog's spans and metrics (default the session)
+  --event-log FILE           append each verdict and tier to FILE (JSONL, read by selfheal report)
+  --metrics-port P           serve the watchdog's Prometheus metrics on 127.0.0.1:P/metrics
+  --once                     print one verdict and exit
+  --json                     with --once: as JSON
+  -h, --help                 this help
 
-/** A whole number of ms from a flag, or undefined when the flag is absent. */
-function ms(value: string | undefined, flag: string): number | undefined {
+Limits (ms unless said; default in brackets):
+  --dead-ms MS               no heartbeat this long: dead; also how long a new process has to
+                             write its first beat [30000]
+  --stall-ms MS              step unmoved this long: stalled [90000]
+  --grace-ms MS              no stall verdict this long after a process starts [60000]
+  --poll-ms MS               how often the heartbeat is read; a look not answered within one
+                             poll is abandoned [5000]
+  --prove-ms MS              time each tier has to show progress (the step moves); Tier 2 also waits
+                             up to this for the agent to acknowledge its reset [15000, 60000, 60000]
+  --token-limit N            the model's context limit, in tokens; bloated above 92% of it [none]
+  --max-rotations N          rotations allowed in any rotation period; one more gives up [3]
+  --rotation-period-ms MS    that period [600000]
+  --rotation-backoff-ms MS   wait before a rotation, doubled for each in the period, to 60000 [1000]
+Fixed: a heartbeat over 64 KB or not a regular file is not read; a read is time-boxed to 2 s;
+a beat's timestamps may be up to 5 s ahead of this clock; 3 bad reads in a row are unreadable;
+an agent being ended gets SIGTERM, then SIGKILL after 2 s; supervised() writes a keep-alive beat
+every third of the dead limit (100 ms - 10 s).`;
+
+/** A whole number (of ms, by default) from a flag, or undefined when the flag is absent. */
+function whole(
+  value: string | undefined,
+  flag: string,
+  what = "a whole number of ms",
+): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < 0)
-    throw new UsageError(`--${flag} must be a whole number of ms, got "${value}"`);
+  if (value.trim() === "" || !Number.isSafeInteger(n) || n < 0)
+    throw new UsageError(`--${flag} must be ${what}, got "${value}"`);
   return n;
 }
+const ms = (value: string | undefined, flag: string) => whole(value, flag);
 
 export async function watch(argv: string[]): Promise<void> {
   const split = argv.indexOf("--");
@@ -75,6 +98,9 @@ export async function watch(argv: string[]): Promise<void> {
       "stall-ms": { type: "string" },
       "grace-ms": { type: "string" },
       "prove-ms": { type: "string" },
+      "max-rotations": { type: "string" },
+      "rotation-period-ms": { type: "string" },
+      "rotation-backoff-ms": { type: "string" },
       agent: { type: "string" },
       "event-log": { type: "string" },
       "metrics-port": { type: "string" },
@@ -113,6 +139,9 @@ export async function watch(argv: string[]): Promise<void> {
   await cleanStaleTemps(stateDir, session);
   const generation = (await lastGeneration(stateDir, session)) + 1;
   const prove = ms(values["prove-ms"], "prove-ms");
+  const maxRestarts = whole(values["max-rotations"], "max-rotations", "a whole number");
+  const periodMs = ms(values["rotation-period-ms"], "rotation-period-ms");
+  const baseBackoffMs = ms(values["rotation-backoff-ms"], "rotation-backoff-ms");
   const pollMs = ms(values["poll-ms"], "poll-ms") ?? 5_000;
   const eventLog = eventLogFlag(values["event-log"]);
   const agent = values.agent ?? session;
@@ -130,6 +159,11 @@ export async function watch(argv: string[]): Promise<void> {
     ...(prove !== undefined && {
       proveMs: { nudge: prove, context_reset: prove, rotation: prove },
     }),
+    intensity: {
+      ...(maxRestarts !== undefined && { maxRestarts }),
+      ...(periodMs !== undefined && { periodMs }),
+      ...(baseBackoffMs !== undefined && { baseBackoffMs }),
+    },
     ...(eventLog !== undefined && { eventLog }),
     ...(telemetry && {
       tracerProvider: telemetry.tracerProvider,
