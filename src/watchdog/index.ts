@@ -27,18 +27,23 @@ export {
   evaluate,
   HeartbeatWatcher,
   type Evaluation,
+  type Launch,
   type Limits,
   type Verdict,
 } from "./verdict.js";
 export {
+  ackFile,
   inboxFile,
   keepAliveFor,
+  lastGeneration,
+  readAck,
   sendToInbox,
   snapshotFile,
   SnapshotError,
   Supervised,
   supervised,
   WATCH_ENV,
+  type InboxAck,
   type InboxMessage,
   type SupervisedOptions,
 } from "./agent.js";

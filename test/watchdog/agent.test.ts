@@ -6,10 +6,15 @@ import { createSelfHealing, isSelfHealConfigError, type StepReporter } from "../
 import { configError, NO_RECOVERY } from "../helpers/engine.js";
 import { VirtualClock } from "../../src/testing/index.js";
 import {
+  ackFile,
   DEFAULT_LIMITS,
   evaluate,
   headAndTail,
+  heartbeat,
   heartbeatFile,
+  inboxFile,
+  lastGeneration,
+  readAck,
   sendToInbox,
   snapshotFile,
   SnapshotError,
@@ -112,6 +117,142 @@ async function second(clock: VirtualClock): Promise<void> {
   await clock.advance(1_000);
   while (clock.pendingTimers === 0) await new Promise((resolve) => setTimeout(resolve, 1));
 }
+
+describe("the acknowledged inbox: each message handled once, by the process it is for", () => {
+  /** A process of session `s` in `stateDir`, recording what it handled. */
+  const processOf = (stateDir: string, generation: number | undefined, heard: string[]) => {
+    const run = supervised({
+      stateDir,
+      sessionId: "s",
+      pollMs: 60 * 60_000,
+      ...(generation !== undefined && { generation }),
+    });
+    run.onNudge((m) => {
+      heard.push(`gen${generation ?? "?"}:nudge:${m.seq}`);
+    });
+    run.onContextReset((m) => {
+      heard.push(`gen${generation ?? "?"}:reset:${m.seq}`);
+    });
+    return run;
+  };
+
+  it("a restarted process never replays what an earlier one acknowledged", async () => {
+    const stateDir = freshDir();
+    const heard: string[] = [];
+    const first = processOf(stateDir, undefined, heard);
+    await sendToInbox(stateDir, "s", { kind: "context_reset", at: 1 });
+    await sendToInbox(stateDir, "s", { kind: "nudge", at: 2 });
+    await first.poll();
+    await first.close();
+    expect(JSON.parse(readFileSync(ackFile(stateDir, "s"), "utf8"))).toMatchObject({
+      v: 1,
+      seq: 2,
+    });
+    // Three later processes, as a crash loop starts them: none handles the old reset again.
+    for (let i = 0; i < 3; i++) {
+      const next = processOf(stateDir, undefined, heard);
+      await next.poll();
+      await next.close();
+    }
+    expect(heard).toEqual(["gen?:reset:1", "gen?:nudge:2"]);
+    expect(await readAck(stateDir, "s")).toBe(2);
+  });
+
+  it("a message for an earlier generation is skipped (and acknowledged); one for a later generation is left for it", async () => {
+    const stateDir = freshDir();
+    const heard: string[] = [];
+    await sendToInbox(stateDir, "s", { kind: "nudge", at: 1, gen: 1 }); // gen 1 never read it
+    await sendToInbox(stateDir, "s", { kind: "context_reset", at: 2, gen: 2 });
+    await sendToInbox(stateDir, "s", { kind: "context_reset", at: 3, gen: 3 });
+    const gen2 = processOf(stateDir, 2, heard);
+    await gen2.poll();
+    expect(heard).toEqual(["gen2:reset:2"]);
+    expect(await readAck(stateDir, "s")).toBe(2); // stopped before gen 3's message
+    await gen2.close();
+    const gen3 = processOf(stateDir, 3, heard);
+    await gen3.poll();
+    await gen3.poll();
+    expect(heard).toEqual(["gen2:reset:2", "gen3:reset:3"]);
+    expect(JSON.parse(readFileSync(ackFile(stateDir, "s"), "utf8"))).toMatchObject({
+      seq: 3,
+      gen: 3,
+    });
+    await gen3.close();
+  });
+
+  it("polls never overlap: two at once handle a message once", async () => {
+    const stateDir = freshDir();
+    const heard: string[] = [];
+    const run = processOf(stateDir, 1, heard);
+    await sendToInbox(stateDir, "s", { kind: "nudge", at: 1 });
+    await Promise.all([run.poll(), run.poll(), run.poll()]);
+    expect(heard).toEqual(["gen1:nudge:1"]);
+    await run.close();
+  });
+
+  it("seq continues past the acknowledgement when the inbox is lost", async () => {
+    const stateDir = freshDir();
+    const heard: string[] = [];
+    const run = processOf(stateDir, 1, heard);
+    await sendToInbox(stateDir, "s", { kind: "nudge", at: 1 });
+    await sendToInbox(stateDir, "s", { kind: "nudge", at: 2 });
+    await run.poll();
+    rmSync(inboxFile(stateDir, "s"));
+    const sent = await sendToInbox(stateDir, "s", { kind: "nudge", at: 3 });
+    expect(sent.seq).toBe(3); // not 1, which the run would take for done
+    await run.poll();
+    expect(heard).toEqual(["gen1:nudge:1", "gen1:nudge:2", "gen1:nudge:3"]);
+    await run.close();
+  });
+
+  it("a garbage inbox or acknowledgement is read as none, and read again later", async () => {
+    const stateDir = freshDir();
+    mkdirSync(stateDir, { recursive: true });
+    writeFileSync(ackFile(stateDir, "s"), '{"v":1,"seq":');
+    writeFileSync(inboxFile(stateDir, "s"), "\uFEFF[]");
+    expect(await readAck(stateDir, "s")).toBe(0);
+    const heard: string[] = [];
+    const run = processOf(stateDir, 1, heard);
+    await run.poll();
+    expect(heard).toEqual([]);
+    await sendToInbox(stateDir, "s", { kind: "nudge", at: 1 });
+    await run.poll();
+    expect(heard).toEqual(["gen1:nudge:1"]);
+    await run.close();
+  });
+
+  it("the generation comes from SELFHEAL_WATCH_GENERATION and goes into every beat", async () => {
+    const stateDir = freshDir();
+    process.env.SELFHEAL_WATCH_GENERATION = "4";
+    try {
+      const run = supervised({ stateDir, sessionId: "s", pollMs: 60_000, minIntervalMs: 0 });
+      expect(run.generation).toBe(4);
+      await run.beat({ stage: "planning", stepIdx: 1 });
+      await run.close();
+      const beat = JSON.parse(readFileSync(heartbeatFile(stateDir, "s"), "utf8")) as Heartbeat;
+      expect(beat.gen).toBe(4);
+      process.env.SELFHEAL_WATCH_GENERATION = "zero";
+      expect(supervised({ stateDir, sessionId: "t", pollMs: 60_000 }).generation).toBeUndefined();
+    } finally {
+      delete process.env.SELFHEAL_WATCH_GENERATION;
+    }
+    expect(() => heartbeat({ stateDir, sessionId: "s", generation: 0 })).toThrow(
+      /heartbeat.generation/,
+    );
+  });
+
+  it("lastGeneration: the highest generation the session's files name, 0 for none", async () => {
+    const stateDir = freshDir();
+    expect(await lastGeneration(stateDir, "s")).toBe(0);
+    await heartbeat({ stateDir, sessionId: "s", generation: 2, minIntervalMs: 0 }).beat({
+      stage: "planning",
+      stepIdx: 0,
+    });
+    expect(await lastGeneration(stateDir, "s")).toBe(2);
+    await sendToInbox(stateDir, "s", { kind: "context_reset", at: 1, gen: 3 });
+    expect(await lastGeneration(stateDir, "s")).toBe(3);
+  });
+});
 
 describe("a run's heartbeat from its tool calls, and while it waits", () => {
   it("the engine moves the step once per call (stage tool_call, lastTool), whatever the outcome", async () => {

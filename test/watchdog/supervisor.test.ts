@@ -33,18 +33,30 @@ function setup(
   const stateDir = join(root, `d${n++}`);
   const sessionId = "night";
   const nudges: string[] = [];
+  const resets: string[] = [];
   /** One process of the run, as `selfheal watch` starts it: its generation in beats and inbox. */
   const processOf = (generation: number) => {
     const agent = supervised({ stateDir, sessionId, clock, generation, pollMs: 60 * 60_000 });
     agent.onNudge((m) => {
       nudges.push(m.text ?? "");
     });
+    agent.onContextReset((m) => {
+      resets.push(`gen${generation}:seq${m.seq}`);
+    });
     return {
       agent,
       writer: heartbeat({ stateDir, sessionId, clock, minIntervalMs: 0, generation }),
     };
   };
-  const run = { ...processOf(1), step: 0, stepping: true, beating: true, tokens: 1_000 };
+  const run = {
+    ...processOf(1),
+    step: 0,
+    stepping: true,
+    beating: true,
+    /** Whether it reads its inbox (a run frozen hard does not). */
+    reading: true,
+    tokens: 1_000,
+  };
   const actions: string[] = [];
   const alerts: string[] = [];
   const events: SupervisorEvent[] = [];
@@ -60,7 +72,7 @@ function setup(
     control: {
       restart: (generation) => {
         actions.push("restart");
-        Object.assign(run, processOf(generation));
+        Object.assign(run, processOf(generation), { reading: true });
         if (behaviour.afterRestart === "steps") run.stepping = true;
         run.tokens = 1_000;
         return Promise.resolve();
@@ -83,7 +95,7 @@ function setup(
   /** Five seconds of the run (it reads its inbox and beats, while it lives), then one look. */
   const second5 = async () => {
     if (run.beating) {
-      await run.agent.poll();
+      if (run.reading) await run.agent.poll();
       if (run.stepping) run.step++;
       await run.writer.beat({ stage: "planning", stepIdx: run.step, contextTokens: run.tokens });
     }
@@ -93,7 +105,7 @@ function setup(
   const tiers = () => events.flatMap((e) => (e.kind === "tier" ? [e.tier] : []));
   const results = () =>
     events.flatMap((e) => (e.kind === "tier_result" ? [`${e.tier}:${e.outcome}`] : []));
-  return { run, sv, nudges, actions, alerts, events, second5, tiers, results, stateDir };
+  return { run, sv, nudges, resets, actions, alerts, events, second5, tiers, results, stateDir };
 }
 
 describe("the supervisor's tiers", () => {
@@ -159,6 +171,108 @@ describe("the supervisor's tiers", () => {
     expect(t.sv.givenUp).toBe(true);
     // Three rotations within minutes: one rotation alert, and one that it gave up.
     expect(t.alerts).toEqual(["night was rotated", "supervision of night gave up"]);
+  });
+});
+
+describe("generations: only the current process is judged", () => {
+  const verdicts = (events: SupervisorEvent[]) =>
+    events.flatMap((e) => (e.kind === "verdict" ? [`${e.generation}:${e.verdict}`] : []));
+
+  it("after a crash, the dead process's last beat gives no verdict; the new one is starting until it beats, then names the step it resumed from", async () => {
+    const t = setup({ afterRotate: "dead" });
+    for (let i = 0; i < 4; i++) await t.second5();
+    t.run.beating = false;
+    await t.sv.processDied("the agent exited with code 1");
+    // The new process takes 20 s to start up (within the 30 s first-beat allowance).
+    for (let i = 0; i < 4; i++) await t.second5();
+    t.run.beating = true;
+    t.run.stepping = true;
+    for (let i = 0; i < 3; i++) await t.second5();
+    expect(verdicts(t.events)).toEqual(["1:healthy", "1:session_dead", "2:starting", "2:healthy"]);
+    const resumed = t.events.filter((e) => e.kind === "verdict").at(-1);
+    expect(resumed).toMatchObject({ reason: "generation 2 resumed from step 5" });
+    expect(t.results()).toEqual(["rotation:recovered"]);
+    expect(t.tiers()).toEqual(["rotation"]);
+    expect(t.events.find((e) => e.kind === "tier")).toMatchObject({
+      reason: "the agent exited with code 1; its last step was 4",
+    });
+  });
+
+  it("a new process that never beats: starting, then dead once its allowance is over (the old file is not its beat)", async () => {
+    const t = setup({ afterRotate: "dead" });
+    for (let i = 0; i < 2; i++) await t.second5();
+    t.run.beating = false;
+    await t.sv.processDied("the agent exited with code 1");
+    for (let i = 0; i < 16; i++) await t.second5(); // 80 s: past the allowance and the proof
+    expect(verdicts(t.events)).toEqual([
+      "1:healthy",
+      "1:session_dead",
+      "2:starting",
+      "2:session_dead",
+      "3:starting",
+    ]);
+    const dead = t.events.filter((e) => e.kind === "verdict").at(-2);
+    expect(dead?.reason).toMatch(/^generation 2 wrote no heartbeat within 30 s of its start/);
+    expect(t.actions).toEqual(["rotate", "rotate"]);
+  });
+
+  it("a crash loop gives no phantom healthy or stalled verdict between its rotations", async () => {
+    const t = setup({ afterRotate: "dead" });
+    await t.second5();
+    t.run.beating = false;
+    for (let i = 0; i < 80; i++) await t.second5();
+    const seen = verdicts(t.events).map((v) => v.split(":")[1]);
+    expect(seen.filter((v) => v === "healthy")).toHaveLength(1); // the first process only
+    expect(seen).not.toContain("stalled");
+    expect(t.sv.givenUp).toBe(true);
+  });
+
+  it("Tier 2 restarts once the run acknowledged its reset, without waiting out the proving time", async () => {
+    const t = setup({ afterRestart: "steps" }, { tokenLimit: 10_000 });
+    await t.second5();
+    t.run.tokens = 9_500;
+    await t.second5(); // bloat: the reset is sent to generation 1
+    expect(t.actions).toEqual([]);
+    await t.second5(); // generation 1 reads and acknowledges it; the look that follows restarts
+    expect(t.actions).toEqual(["restart"]);
+    for (let i = 0; i < 3; i++) await t.second5();
+    expect(t.resets).toEqual(["gen1:seq1"]); // once, by the process it was for
+    expect(t.results()).toEqual(["context_reset:recovered"]);
+  });
+
+  it("Tier 2 on a run too frozen to read its inbox: restarted after the proving time, and the reset goes to the next process, once", async () => {
+    const t = setup({ afterRestart: "steps" }, { tokenLimit: 10_000 });
+    await t.second5();
+    t.run.tokens = 9_500;
+    t.run.reading = false; // frozen hard: beats (a keep-alive), never reads its inbox
+    await t.second5();
+    for (let i = 0; i < 11; i++) await t.second5(); // 55 s: still within the 60 s proving time
+    expect(t.actions).toEqual([]);
+    for (let i = 0; i < 2; i++) await t.second5();
+    expect(t.actions).toEqual(["restart"]);
+    for (let i = 0; i < 3; i++) await t.second5();
+    expect(t.resets).toEqual(["gen2:seq2"]);
+    expect(t.results()).toEqual(["context_reset:recovered"]);
+    // Had the frozen process woken up, the first message would have been its only one.
+    const inbox = JSON.parse(readFileSync(join(t.stateDir, "night.inbox.json"), "utf8")) as {
+      messages: { seq: number; gen: number }[];
+    };
+    expect(inbox.messages.map((m) => [m.seq, m.gen])).toEqual([
+      [1, 1],
+      [2, 2],
+    ]);
+  });
+
+  it("a bad starting generation is a config error", () => {
+    expect(
+      () =>
+        new Supervisor({
+          sessionId: "s",
+          stateDir: root,
+          generation: 0,
+          control: { restart: () => Promise.resolve(), rotate: () => Promise.resolve() },
+        }),
+    ).toThrow(/Supervisor.generation/);
   });
 });
 
