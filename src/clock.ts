@@ -62,3 +62,10 @@ export const systemClock: Clock = {
     };
   },
 };
+
+/**
+ * The system clock read from the wall clock each time: for timestamps another process compares
+ * with its own (the watchdog's files). `systemClock` counts from the process's start on the
+ * monotonic clock, which a clock step or a suspended machine leaves behind the wall clock.
+ */
+export const wallClock: Clock = { ...systemClock, now: () => Date.now() };

@@ -8,9 +8,9 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { constants } from "node:os";
 import { parseArgs } from "node:util";
-import { systemClock } from "../clock.js";
+import { wallClock } from "../clock.js";
 import { lastGeneration, WATCH_ENV } from "../watchdog/agent.js";
-import { cleanStaleTemps, heartbeatFile } from "../watchdog/heartbeat.js";
+import { cleanStaleTemps, heartbeatFile, isSessionId } from "../watchdog/heartbeat.js";
 import { readHeartbeat } from "../watchdog/reader.js";
 import {
   Supervisor,
@@ -36,9 +36,11 @@ and its limits in whole ms: SELFHEAL_WATCH_DEAD_MS, SELFHEAL_WATCH_STALL_MS,
 SELFHEAL_WATCH_GRACE_MS, SELFHEAL_WATCH_POLL_MS. Stale temporary files of the session (their
 writer gone) are removed at start.
 
-Exit code: the child's; 128 + the signal's number when a signal ended it (SIGTERM: 143);
-3 when supervision gave up (the agent gets SIGTERM, then SIGKILL 2 s later); 127 when the
-command cannot start; 2 on bad usage. With OTEL_EXPORTER_OTLP_ENDPOINT set, verdicts and tiers
+Exit code: 0 when the agent finishes (exits 0); an agent that fails (exits non-zero, or is
+killed) is rotated, not passed on. 3 when supervision gave up (the agent gets SIGTERM, then
+SIGKILL 2 s later). A SIGINT or SIGTERM to watch goes to the agent, and watch exits with the
+agent's code, or 128 + the signal's number when the signal ended it (SIGTERM: 143). 127 when
+the command cannot start; 2 on bad usage. With OTEL_EXPORTER_OTLP_ENDPOINT set, verdicts and tiers
 go out as spans and metrics.
 
 Options:
@@ -64,7 +66,7 @@ Limits (ms unless said; default in brackets):
   --max-rotations N          rotations allowed in any rotation period; one more gives up [3]
   --rotation-period-ms MS    that period [600000]
   --rotation-backoff-ms MS   wait before a rotation, doubled for each in the period, to 60000 [1000]
-Fixed: a heartbeat over 64 KB or not a regular file is not read; a read is time-boxed to 2 s;
+Fixed: a heartbeat over 64 KiB or not a regular file is not read; a read is time-boxed to 2 s;
 a beat's timestamps may be up to 5 s ahead of this clock; 3 bad reads in a row are unreadable;
 an agent being ended gets SIGTERM, then SIGKILL after 2 s; supervised() writes a keep-alive beat
 every third of the dead limit (100 ms - 10 s).`;
@@ -127,6 +129,10 @@ export async function watch(argv: string[]): Promise<void> {
     graceMs: ms(values["grace-ms"], "grace-ms") ?? DEFAULT_LIMITS.graceMs,
   };
   const session = values.session;
+  if (!isSessionId(session))
+    throw new UsageError(
+      `--session must be 1-128 letters, digits, '_', '.' or '-' (it names files), got "${session}"`,
+    );
   if (values.once) return once(stateDir, session, limits, values.json);
   if (command.length === 0) throw new UsageError("watch needs the agent's command after --");
   try {
@@ -179,7 +185,7 @@ async function once(
   limits: Limits,
   json: boolean,
 ): Promise<void> {
-  const now = systemClock.now();
+  const now = wallClock.now();
   const read = await readHeartbeat(heartbeatFile(stateDir, session), now);
   const result = read.ok
     ? {

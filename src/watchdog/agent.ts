@@ -1,6 +1,5 @@
-import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { systemClock, type Clock } from "../clock.js";
+import { wallClock, type Clock } from "../clock.js";
 import { SelfHealConfigError } from "../errors.js";
 import {
   heartbeat,
@@ -47,6 +46,11 @@ export const ackFile = (stateDir: string, sessionId: string): string =>
 export const snapshotFile = (stateDir: string, sessionId: string): string =>
   join(stateDir, `${sessionId}.snapshot.json`);
 
+/** The largest snapshot restored, bytes: state past it is a bug, not a run to resume. */
+const MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024;
+/** How long reading a snapshot may take (it may be large, the disk slow), ms. */
+const SNAPSHOT_READ_TIMEOUT_MS = 30_000;
+
 /** How many messages the inbox keeps: a run handles what it has not acknowledged, by seq. */
 const INBOX_KEEPS = 20;
 
@@ -68,7 +72,7 @@ export async function sendToInbox(
   const seq = Math.max(messages.at(-1)?.seq ?? 0, acked) + 1;
   const sent: InboxMessage = { ...message, seq };
   const kept = [...messages.slice(1 - INBOX_KEEPS), sent];
-  await writeAtomic(stateDir, file, JSON.stringify({ messages: kept }));
+  await writeAtomic(stateDir, file, JSON.stringify({ v: 1, messages: kept }));
   return sent;
 }
 
@@ -84,7 +88,7 @@ async function readJson(file: string): Promise<unknown> {
 }
 
 const isMessage = (m: unknown): m is InboxMessage => {
-  const { seq, kind, gen } = (typeof m === "object" && m !== null ? m : {}) as Record<
+  const { seq, kind, gen, at, text } = (typeof m === "object" && m !== null ? m : {}) as Record<
     keyof InboxMessage,
     unknown
   >;
@@ -93,12 +97,17 @@ const isMessage = (m: unknown): m is InboxMessage => {
     Number.isSafeInteger(seq) &&
     seq >= 1 &&
     (kind === "nudge" || kind === "context_reset") &&
-    (gen === undefined || Number.isSafeInteger(gen))
+    typeof at === "number" &&
+    Number.isFinite(at) &&
+    (text === undefined || typeof text === "string") &&
+    (gen === undefined || (typeof gen === "number" && Number.isSafeInteger(gen) && gen >= 1))
   );
 };
 
 async function readInbox(file: string): Promise<InboxMessage[]> {
-  const parsed = (await readJson(file)) as { messages?: unknown } | undefined;
+  const parsed = (await readJson(file)) as { v?: unknown; messages?: unknown } | undefined;
+  // No `v`: written before it was added, version 1.
+  if (parsed?.v !== undefined && parsed.v !== 1) return [];
   if (!Array.isArray(parsed?.messages)) return [];
   return parsed.messages.filter(isMessage).sort((a, b) => a.seq - b.seq);
 }
@@ -120,8 +129,10 @@ export async function lastGeneration(stateDir: string, sessionId: string): Promi
 
 /** The highest seq the session's agent acknowledged (0: none, or no readable acknowledgement). */
 export async function readAck(stateDir: string, sessionId: string): Promise<number> {
-  const parsed = (await readJson(ackFile(stateDir, sessionId))) as { seq?: unknown } | undefined;
-  const seq = parsed?.seq;
+  const parsed = (await readJson(ackFile(stateDir, sessionId))) as
+    { v?: unknown; seq?: unknown } | undefined;
+  if (parsed?.v !== 1) return 0; // none, or a version this reader does not know
+  const seq = parsed.seq;
   return typeof seq === "number" && Number.isSafeInteger(seq) && seq > 0 ? seq : 0;
 }
 
@@ -219,7 +230,7 @@ export class Supervised {
     this.stateDir = stateDir;
     this.sessionId = options.sessionId ?? process.env[WATCH_ENV.sessionId] ?? "agent";
     this.generation = options.generation ?? generationFrom(process.env[WATCH_ENV.generation]);
-    this.clock = options.clock ?? systemClock;
+    this.clock = options.clock ?? wallClock;
     this.pollMs = options.pollMs ?? 500;
     this.keepAliveMs = options.keepAliveMs ?? keepAliveFor(process.env[WATCH_ENV.deadMs]);
     this.beats = heartbeat({
@@ -260,25 +271,39 @@ export class Supervised {
     await writeAtomic(this.stateDir, snapshotFile(this.stateDir, this.sessionId), text);
   }
 
-  /** The last snapshot's state, or undefined when there is none. Throws SnapshotError when corrupt. */
+  /**
+   * The last snapshot's state, or undefined when there is none. Throws SnapshotError when it
+   * cannot be used (corrupt, not a snapshot, no state, not a regular file, over 64 MiB): a silent
+   * fresh start would lose the run's work. The snapshot's `stepIdx` becomes this process's step:
+   * `advance()` goes on from it, and a beat below it is refused.
+   */
   async restore<T = unknown>(): Promise<T | undefined> {
-    let text: string;
-    try {
-      text = await readFile(snapshotFile(this.stateDir, this.sessionId), "utf8");
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-      throw error;
+    const text = await readSmallFile(
+      snapshotFile(this.stateDir, this.sessionId),
+      SNAPSHOT_READ_TIMEOUT_MS,
+      MAX_SNAPSHOT_BYTES,
+    );
+    if (typeof text !== "string") {
+      if (text.problem === "missing") return undefined;
+      throw new SnapshotError(`the snapshot cannot be read: ${text.problem} (${text.detail})`);
     }
+    let parsed: unknown;
     try {
-      const parsed = JSON.parse(text) as { v?: unknown; state?: T };
-      if (parsed.v !== 1) throw new SnapshotError("not a selfheal snapshot (version)");
-      return parsed.state;
+      parsed = JSON.parse(text);
     } catch (error) {
-      if (error instanceof SnapshotError) throw error;
       throw new SnapshotError("the snapshot is not valid JSON: restoring it would lose state", {
         cause: error,
       });
     }
+    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
+      throw new SnapshotError("the snapshot is not a JSON object");
+    const snapshot = parsed as { v?: unknown; state?: T; stepIdx?: unknown };
+    if (snapshot.v !== 1) throw new SnapshotError("not a selfheal snapshot (version)");
+    if (!("state" in snapshot)) throw new SnapshotError("the snapshot holds no state");
+    const step = snapshot.stepIdx;
+    if (typeof step === "number" && Number.isSafeInteger(step) && step >= 0)
+      this.beats.resumeAt(step);
+    return snapshot.state;
   }
 
   /**

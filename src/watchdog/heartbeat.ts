@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, open, readdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { systemClock, type Clock } from "../clock.js";
+import { wallClock, type Clock } from "../clock.js";
 import { SelfHealConfigError } from "../errors.js";
 
 /** Where a run is in its loop. Extensible: any short name a run wants to report. */
@@ -62,6 +62,9 @@ export const heartbeatFile = (stateDir: string, sessionId: string): string =>
 
 /** Session ids become file names: plain characters only. */
 const SESSION_ID = /^[A-Za-z0-9_.-]{1,128}$/;
+/** Whether `id` can be a session id: 1-128 letters, digits, `_`, `.` or `-` (it names files). */
+export const isSessionId = (id: string): boolean =>
+  SESSION_ID.test(id) && id !== "." && id !== "..";
 /** Errors a rename can hit while another process holds the file (Windows, some network disks). */
 const RETRIED = new Set(["EBUSY", "EPERM", "EACCES"]);
 const ATTEMPTS = 3;
@@ -83,7 +86,7 @@ export class HeartbeatWriter {
   constructor(private readonly options: HeartbeatOptions) {
     if (typeof options.stateDir !== "string" || options.stateDir === "")
       throw new SelfHealConfigError("heartbeat.stateDir", "expected a directory path");
-    if (typeof options.sessionId !== "string" || !SESSION_ID.test(options.sessionId))
+    if (typeof options.sessionId !== "string" || !isSessionId(options.sessionId))
       throw new SelfHealConfigError(
         "heartbeat.sessionId",
         "expected 1-128 letters, digits, '_', '.' or '-' (it names a file)",
@@ -101,7 +104,7 @@ export class HeartbeatWriter {
         "heartbeat.generation",
         `expected a whole number >= 1, got ${gen}`,
       );
-    this.clock = options.clock ?? systemClock;
+    this.clock = options.clock ?? wallClock;
     this.file = heartbeatFile(options.stateDir, options.sessionId);
     this.startedAt = this.clock.now();
     this.stepAt = this.startedAt;
@@ -152,6 +155,14 @@ export class HeartbeatWriter {
       ...(contextTokens !== undefined && { contextTokens }),
       ...(lastTool !== undefined && { lastTool }),
     });
+  }
+
+  /**
+   * A restored process goes on from `stepIdx` (its snapshot's): `advance()` continues past it and
+   * a beat below it is refused. Nothing is written.
+   */
+  resumeAt(stepIdx: number): void {
+    this.lastStep = Math.max(this.lastStep, stepIdx);
   }
 
   /** Writes the beat waiting for its interval, if any (before an error, before exit). */

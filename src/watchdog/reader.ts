@@ -71,15 +71,20 @@ export async function readHeartbeat(
 }
 
 /**
- * The text of one of a session's small files (heartbeat, inbox, acknowledgement), read the way
- * that cannot hang: a regular file only, at most {@link MAX_HEARTBEAT_BYTES}, time-boxed.
+ * The text of one of a session's files, read the way that cannot hang: a regular file only, at
+ * most `maxBytes` (default {@link MAX_HEARTBEAT_BYTES}: heartbeat, inbox, acknowledgement),
+ * time-boxed.
  */
-export function readSmallFile(file: string, timeoutMs = READ_TIMEOUT_MS): Promise<string | Unread> {
-  return within(readBounded(file), timeoutMs);
+export function readSmallFile(
+  file: string,
+  timeoutMs = READ_TIMEOUT_MS,
+  maxBytes = MAX_HEARTBEAT_BYTES,
+): Promise<string | Unread> {
+  return within(readBounded(file, maxBytes), timeoutMs);
 }
 
 /** The file's text, or why not; the handle is always closed. */
-async function readBounded(file: string): Promise<string | Unread> {
+async function readBounded(file: string, maxBytes: number): Promise<string | Unread> {
   let handle;
   try {
     // O_NONBLOCK: opening a FIFO with no writer returns at once instead of waiting for one.
@@ -90,18 +95,17 @@ async function readBounded(file: string): Promise<string | Unread> {
   try {
     const stat = await handle.stat();
     if (!stat.isFile()) return bad("not_a_file", `${kind(stat)}, not a regular file`);
-    if (stat.size > MAX_HEARTBEAT_BYTES)
-      return bad("too_large", `${stat.size} bytes (limit ${MAX_HEARTBEAT_BYTES})`);
-    // One byte over the cap tells a file that grew since fstat from one that fits.
-    const buffer = Buffer.alloc(MAX_HEARTBEAT_BYTES + 1);
+    if (stat.size > maxBytes) return bad("too_large", `${stat.size} bytes (limit ${maxBytes})`);
+    // One byte over its size tells a file that grew since fstat (written in place, not renamed
+    // over: a partial read) from one that did not.
+    const buffer = Buffer.alloc(stat.size + 1);
     let length = 0;
     while (length < buffer.length) {
       const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
       if (bytesRead === 0) break;
       length += bytesRead;
     }
-    if (length > MAX_HEARTBEAT_BYTES)
-      return bad("too_large", `over ${MAX_HEARTBEAT_BYTES} bytes (grew while read)`);
+    if (length > stat.size) return bad("garbage", `grew while read (${stat.size} bytes at first)`);
     return buffer.toString("utf8", 0, length);
   } catch (error) {
     return failed(error);
@@ -157,11 +161,18 @@ function invalid(value: unknown): string | undefined {
   if (typeof h.sessionId !== "string") return "no sessionId";
   if (typeof h.stage !== "string") return "no stage";
   if (!Number.isSafeInteger(h.stepIdx) || (h.stepIdx as number) < 0) return "bad stepIdx";
-  for (const key of [...TIMESTAMPS, "pid"]) {
+  for (const key of TIMESTAMPS) {
     if (typeof h[key] !== "number" || !Number.isFinite(h[key])) return `bad ${key}`;
   }
-  if (h.contextTokens !== undefined && (typeof h.contextTokens !== "number" || h.contextTokens < 0))
+  if (!Number.isSafeInteger(h.pid) || (h.pid as number) < 0) return "bad pid";
+  const tokens = h.contextTokens;
+  // 1e400 parses as Infinity: a context no limit can judge.
+  if (
+    tokens !== undefined &&
+    (typeof tokens !== "number" || !Number.isFinite(tokens) || tokens < 0)
+  )
     return "bad contextTokens";
+  if (h.lastTool !== undefined && typeof h.lastTool !== "string") return "bad lastTool";
   if (h.gen !== undefined && !(Number.isSafeInteger(h.gen) && (h.gen as number) >= 1))
     return "bad gen";
   return undefined;

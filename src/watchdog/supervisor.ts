@@ -1,5 +1,5 @@
 import type { MeterProvider, TracerProvider } from "@opentelemetry/api";
-import { systemClock, type Clock } from "../clock.js";
+import { wallClock, type Clock } from "../clock.js";
 import type { Logger } from "../engine/options.js";
 import { JsonlLog, type EventLogOptions } from "../recovery/event-log.js";
 import type { Tier } from "../telemetry/conventions.js";
@@ -148,7 +148,7 @@ export class Supervisor {
   private busy = false;
 
   constructor(private readonly options: SupervisorOptions) {
-    this.clock = options.clock ?? systemClock;
+    this.clock = options.clock ?? wallClock;
     const logger = options.logger ?? {
       warn: (m: string) => {
         console.warn(m);

@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -91,7 +92,39 @@ describe("the agent's side of supervision", () => {
     await expect(run.restore()).rejects.toBeInstanceOf(SnapshotError);
     writeFileSync(snapshotFile(stateDir, "s4"), '{"v":7}');
     await expect(run.restore()).rejects.toThrow(/not a selfheal snapshot/);
+    // No state is not a fresh start either; nor is a JSON null.
+    writeFileSync(snapshotFile(stateDir, "s4"), '{"v":1,"stepIdx":3}');
+    await expect(run.restore()).rejects.toThrow(/holds no state/);
+    writeFileSync(snapshotFile(stateDir, "s4"), "null");
+    await expect(run.restore()).rejects.toThrow(/not a JSON object/);
     await run.close();
+  });
+
+  it("a snapshot path that is a FIFO or a directory fails at once (never blocks)", async () => {
+    const stateDir = freshDir();
+    mkdirSync(stateDir, { recursive: true });
+    execFileSync("mkfifo", [snapshotFile(stateDir, "f")]);
+    mkdirSync(snapshotFile(stateDir, "d"));
+    for (const sessionId of ["f", "d"]) {
+      const run = supervised({ stateDir, sessionId, pollMs: 60_000 });
+      await expect(run.restore()).rejects.toThrow(/cannot be read: not_a_file/);
+      await run.close();
+    }
+  });
+
+  it("a restored process goes on from the snapshot's step: advance() continues past it", async () => {
+    const stateDir = freshDir();
+    const first = supervised({ stateDir, sessionId: "r", pollMs: 60_000, minIntervalMs: 0 });
+    for (let i = 0; i < 7; i++) await first.advance({ stage: "tool_call" });
+    await first.snapshot({ notes: "seven done" });
+    await first.close();
+    const next = supervised({ stateDir, sessionId: "r", pollMs: 60_000, minIntervalMs: 0 });
+    expect(await next.restore()).toEqual({ notes: "seven done" });
+    await next.advance({ stage: "tool_call" });
+    await next.close();
+    const beat = JSON.parse(readFileSync(heartbeatFile(stateDir, "r"), "utf8")) as Heartbeat;
+    expect(beat.stepIdx).toBe(8);
+    expect(() => next.beat({ stage: "planning", stepIdx: 6 })).toThrow(/went back/);
   });
 
   it("without a state dir (not under `selfheal watch`): a config error naming the fix", () => {
