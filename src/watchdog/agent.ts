@@ -218,6 +218,7 @@ export class Supervised {
   /** Polls one after another: a message is never handled by two at once. */
   private polling: Promise<void> = Promise.resolve();
   private cancelPoll: (() => void) | undefined;
+  private started = false;
   private closed = false;
 
   constructor(options: SupervisedOptions = {}) {
@@ -240,16 +241,31 @@ export class Supervised {
       generation: this.generation,
       ...(options.minIntervalMs !== undefined && { minIntervalMs: options.minIntervalMs }),
     });
-    this.schedule();
   }
 
+  /** Reports progress (see HeartbeatWriter.beat); the first beat starts reading the inbox. */
   beat(beat: Beat): Promise<void> {
-    return this.beats.beat(beat);
+    const written = this.beats.beat(beat);
+    this.begin();
+    return written;
   }
 
   /** One step more (see HeartbeatWriter.advance): pass `run` as the engine's `heartbeat`. */
   advance(beat: Omit<Beat, "stepIdx">): Promise<void> {
-    return this.beats.advance(beat);
+    const written = this.beats.advance(beat);
+    this.begin();
+    return written;
+  }
+
+  /**
+   * The first beat: the run is at work, its handlers registered (after `restore()`, say). The
+   * inbox is read now, then every `pollMs`, with the keep-alive.
+   */
+  private begin(): void {
+    if (this.started || this.closed) return;
+    this.started = true;
+    void this.poll().catch(() => undefined);
+    this.schedule();
   }
 
   /** Calls `handler` for each nudge (once per message); returns a function that stops it. */
@@ -307,8 +323,8 @@ export class Supervised {
   }
 
   /**
-   * Reads the inbox now (also done every `pollMs`; the first time one poll after start, so
-   * register handlers right after `supervised()`). Messages are taken in seq order past the
+   * Reads the inbox now (also done at the first beat, then every `pollMs`: register handlers
+   * before the first beat). Messages are taken in seq order past the
    * acknowledged one: each for this generation (or for any) is handled, then acknowledged; one
    * for an earlier generation is skipped; one for a later generation stops the read (it is that
    * process's to take).

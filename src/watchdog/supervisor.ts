@@ -146,6 +146,13 @@ export class Supervisor {
   private readonly logger: Logger;
   /** A look (and what follows from it) is at work: the next timer skips rather than overlap. */
   private busy = false;
+  /** The look at work, which `processDied` waits for. */
+  private inFlight: Promise<void> = Promise.resolve();
+  /**
+   * One more at each process's start and end: a look that began before it says nothing about the
+   * process now (its read may be of a process that has since died).
+   */
+  private epoch = 0;
 
   constructor(private readonly options: SupervisorOptions) {
     this.clock = options.clock ?? wallClock;
@@ -264,9 +271,16 @@ export class Supervisor {
    * waiting for its acknowledgement) nothing is, and a new process is `starting` until its first
    * beat or the dead limit.
    */
-  async tick(): Promise<void> {
+  tick(): Promise<void> {
+    const look = this.look();
+    this.inFlight = look.catch(() => undefined);
+    return look;
+  }
+
+  private async look(): Promise<void> {
     if (this.stopped) return;
     const now = this.clock.now();
+    const epoch = this.epoch;
     const pending = this.pending;
     if (pending?.rotateAt !== undefined) {
       if (now >= pending.rotateAt) await this.rotate(pending.reason, now);
@@ -274,10 +288,13 @@ export class Supervisor {
     }
     if (pending?.ackSeq !== undefined) {
       const acknowledged = (await this.acked()) >= pending.ackSeq;
+      if (this.voided(epoch)) return;
       if (acknowledged || now >= pending.until) await this.restart(pending, acknowledged, now);
       return;
     }
     const seen = await this.watcher.look(now, { generation: this.generation, at: this.launchedAt });
+    // The process ended (or another started) while the file was read: this look is void.
+    if (this.voided(epoch)) return;
     if (seen.verdict !== this.lastVerdict) {
       this.lastVerdict = seen.verdict;
       this.emit({
@@ -307,11 +324,18 @@ export class Supervisor {
     if (seen.verdict !== "healthy") await this.run(FIRST_TIER[seen.verdict], seen.reason, now);
   }
 
+  /** Whether a look that began at `epoch` is void: a process started or ended since, or stopped. */
+  private voided(epoch: number): boolean {
+    return this.epoch !== epoch || this.stopped;
+  }
+
   /**
    * The run's process ended on its own with a failure: dead now, without waiting for its
    * heartbeat to go stale. Rotated (within the restart intensity).
    */
   async processDied(reason: string): Promise<void> {
+    this.epoch++; // a look at work now says nothing more
+    await this.inFlight;
     if (this.stopped || this.pending?.rotateAt !== undefined) return;
     const now = this.clock.now();
     // A tier still at work has failed: its run is gone.
@@ -407,6 +431,7 @@ export class Supervisor {
   /** Starts the next generation of the run's process. */
   private async launch(how: "restart" | "rotate"): Promise<void> {
     this.generation++;
+    this.epoch++;
     await this.options.control[how](this.generation);
     this.launchedAt = this.clock.now();
   }

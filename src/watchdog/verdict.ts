@@ -119,6 +119,8 @@ export class HeartbeatWatcher {
   private previous: Heartbeat | undefined;
   private last: Evaluation = { verdict: "healthy", reason: "no heartbeat read yet" };
   private failures = 0;
+  /** The generation whose beat was judged last: once it has beaten, it is not `starting`. */
+  private judged: number | undefined;
   private readonly read: (now: number) => Promise<ReadResult>;
 
   /** `source`: the heartbeat file, or a function that reads the heartbeat from elsewhere. */
@@ -131,17 +133,31 @@ export class HeartbeatWatcher {
   }
 
   /**
-   * One look at `now`. With `launch`, only that process's beats are judged: until it has written
-   * one, the verdict is `starting` for the dead limit from its start (a missing or unreadable
-   * file is not counted against it), then `session_dead`; a beat of an earlier process is never
-   * judged, nor returned.
+   * One look at `now`. With `launch`, only that process's beats are judged. Until one of them
+   * has been, the verdict is `starting` for the dead limit from its start (a missing or
+   * unreadable file is not counted against it), then `session_dead` if the file still holds an
+   * earlier process's beat. Once it has beaten, a failed look keeps the last verdict as always
+   * (only `unreadableAfter` in a row make it `unreadable`), and an earlier process's beat counts
+   * as a failed look. A beat of an earlier process is never judged, nor returned.
    */
   async look(
     now: number,
     launch?: Launch,
   ): Promise<Evaluation & { heartbeat?: Heartbeat; problem?: Unreadable }> {
-    const read = await this.read(now);
-    if (launch && !(read.ok && isOf(read.heartbeat, launch))) {
+    let read = await this.read(now);
+    const beaten = launch !== undefined && this.judged === launch.generation;
+    if (launch && read.ok && !isOf(read.heartbeat, launch)) {
+      const gen = read.heartbeat.gen ?? "?";
+      if (!beaten && now - launch.at >= this.limits.deadMs) {
+        this.last = {
+          verdict: "session_dead",
+          reason: `generation ${launch.generation} wrote no heartbeat within ${seconds(this.limits.deadMs)} of its start (the file is generation ${gen}'s, step ${read.heartbeat.stepIdx})`,
+        };
+        return { ...this.last };
+      }
+      read = { ok: false, problem: "invalid", detail: `a beat of generation ${gen}` };
+    }
+    if (launch && !read.ok && !beaten) {
       const since = now - launch.at;
       if (since < this.limits.deadMs) {
         this.failures = 0;
@@ -149,14 +165,7 @@ export class HeartbeatWatcher {
           verdict: "starting",
           reason: `generation ${launch.generation} started ${seconds(Math.max(0, since))} ago; its first heartbeat is due within ${seconds(this.limits.deadMs)}`,
         };
-        return { ...this.last, ...(!read.ok && { problem: read.problem }) };
-      }
-      if (read.ok) {
-        this.last = {
-          verdict: "session_dead",
-          reason: `generation ${launch.generation} wrote no heartbeat within ${seconds(this.limits.deadMs)} of its start (the file is an earlier process's, step ${read.heartbeat.stepIdx})`,
-        };
-        return { ...this.last };
+        return { ...this.last, problem: read.problem };
       }
     }
     if (!read.ok) {
@@ -170,6 +179,7 @@ export class HeartbeatWatcher {
       return { ...this.last, problem: read.problem };
     }
     this.failures = 0;
+    if (launch) this.judged = launch.generation;
     this.last = evaluate(read.heartbeat, this.previous, now, this.limits);
     this.previous = read.heartbeat;
     return { ...this.last, heartbeat: read.heartbeat };

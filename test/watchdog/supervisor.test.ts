@@ -8,6 +8,7 @@ import {
   heartbeatFile,
   supervised,
   Supervisor,
+  type ReadResult,
   type SupervisorEvent,
   type SupervisorOptions,
 } from "../../src/watchdog/index.js";
@@ -261,6 +262,95 @@ describe("generations: only the current process is judged", () => {
       [1, 1],
       [2, 2],
     ]);
+  });
+
+  it("once the process has beaten, one slow or failed look keeps the last verdict (no phantom starting)", async () => {
+    const clock = new VirtualClock();
+    const beat = (step: number) => ({
+      v: 1 as const,
+      sessionId: "s",
+      pid: 7,
+      stage: "planning",
+      stepIdx: step,
+      at: clock.now(),
+      stepAt: clock.now(),
+      startedAt: clock.now(),
+      gen: 1,
+    });
+    const reads: ReadResult[] = [];
+    const events: SupervisorEvent[] = [];
+    const sv = new Supervisor({
+      sessionId: "s",
+      clock,
+      channel: {
+        read: () =>
+          Promise.resolve(reads.shift() ?? { ok: false, problem: "missing", detail: "none" }),
+        send: () => Promise.resolve(),
+      },
+      control: { restart: () => Promise.resolve(), rotate: () => Promise.resolve() },
+      onEvent: (e) => events.push(e),
+    });
+    for (let step = 1; step <= 6; step++) {
+      reads.push(
+        step === 3
+          ? { ok: false, problem: "timeout", detail: "no answer" }
+          : { ok: true, heartbeat: beat(step) },
+      );
+      await sv.tick();
+      await clock.advance(1_000);
+    }
+    expect(events.flatMap((e) => (e.kind === "verdict" ? [e.verdict] : []))).toEqual(["healthy"]);
+  });
+
+  it("a look at work when the process dies says nothing about it: no verdict after its death, the rotation stands", async () => {
+    const clock = new VirtualClock();
+    let release: (r: ReadResult) => void = () => undefined;
+    const events: SupervisorEvent[] = [];
+    const actions: string[] = [];
+    const sv = new Supervisor({
+      sessionId: "s",
+      clock,
+      limits: { graceMs: 0, stallMs: 10_000 },
+      intensity: { baseBackoffMs: 0, maxBackoffMs: 0 },
+      channel: {
+        read: () => new Promise<ReadResult>((resolve) => (release = resolve)),
+        send: () => Promise.resolve(),
+      },
+      control: {
+        restart: () => Promise.resolve(),
+        rotate: () => {
+          actions.push("rotate");
+          return Promise.resolve();
+        },
+      },
+      onEvent: (e) => events.push(e),
+    });
+    await clock.advance(60_000);
+    const look = sv.tick(); // reading a beat whose step has not moved for a minute
+    await new Promise((resolve) => setImmediate(resolve)); // the read has begun
+    const died = sv.processDied("the agent exited with code 1");
+    release({
+      ok: true,
+      heartbeat: {
+        v: 1,
+        sessionId: "s",
+        pid: 7,
+        stage: "planning",
+        stepIdx: 4,
+        at: clock.now(),
+        stepAt: clock.now() - 60_000,
+        startedAt: clock.now() - 60_000,
+        gen: 1,
+      },
+    });
+    await look;
+    await died;
+    expect(events.map((e) => (e.kind === "verdict" ? e.verdict : e.kind))).toEqual([
+      "session_dead",
+      "tier",
+    ]);
+    expect(events.find((e) => e.kind === "tier")).toMatchObject({ tier: "rotation" });
+    expect(actions).toEqual(["rotate"]);
   });
 
   it("a bad starting generation is a config error", () => {
