@@ -36,8 +36,10 @@ const CLASSES = {
 type ComponentClass = keyof typeof CLASSES;
 const CLASS_NAMES = Object.keys(CLASSES) as ComponentClass[];
 
+// builder-config.yaml is the ocb manifest of the Collector binary (collector-build.test.ts), not a
+// Collector configuration.
 const FILES = readdirSync(join(ROOT, "collector"))
-  .filter((f) => /\.ya?ml$/.test(f))
+  .filter((f) => /\.ya?ml$/.test(f) && f !== "builder-config.yaml")
   .sort();
 const README = readFileSync(join(ROOT, "collector", "README.md"), "utf8");
 
