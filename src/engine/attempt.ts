@@ -125,6 +125,19 @@ class RunningAttempt<R> extends AttemptContext implements Expiring {
     this.#done = true;
     if (this.#deadline) this.#engine.deadlines.clear(this.#deadline);
     if (this.#onAbort) this.#signal?.removeEventListener("abort", this.#onAbort);
+    // A model call: what it used and cost, now that it has reported all it will.
+    if (
+      this.providerConfig !== undefined ||
+      this.usage !== undefined ||
+      this.reportedUsd !== undefined
+    )
+      this.#engine.metrics.modelSpend(
+        this.#labels,
+        this.provider,
+        this.providerConfig?.model,
+        this.usage,
+        attemptCost(this.providerConfig, this.reportedUsd, this.usage),
+      );
     return true;
   }
 

@@ -33,6 +33,10 @@ export const ATTR_GEN_AI_TOOL_TYPE = "gen_ai.tool.type";
 export const ATTR_GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments";
 export const ATTR_GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result";
 export const ATTR_GEN_AI_PROVIDER_NAME = "gen_ai.provider.name";
+/** The model asked for (the provider's `model`), on the token usage metric. */
+export const ATTR_GEN_AI_REQUEST_MODEL = "gen_ai.request.model";
+/** `input` or `output`: which tokens a token usage point counts. */
+export const ATTR_GEN_AI_TOKEN_TYPE = "gen_ai.token.type";
 export const ATTR_GEN_AI_AGENT_NAME = "gen_ai.agent.name";
 export const ATTR_GEN_AI_USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens";
 export const ATTR_GEN_AI_USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens";
@@ -250,6 +254,17 @@ export const METRIC_WATCHDOG_RECOVERIES = "selfheal_watchdog_recoveries";
 export const METRIC_STREAM_FIRST_TOKEN = "selfheal_stream_time_to_first_token_seconds";
 /** Failed attempts of streamed calls, by diagnosed pattern. */
 export const METRIC_STREAM_FAILURES = "selfheal_stream_failures";
+/**
+ * Tokens of each model call, by type (OpenTelemetry GenAI semantic conventions; in Prometheus
+ * `gen_ai_client_token_usage_bucket{gen_ai_token_type, gen_ai_provider_name,
+ * gen_ai_request_model, agent, tool}`), from what the call reports (`ctx.reportUsage`, the
+ * AI SDK adapter).
+ */
+export const METRIC_GEN_AI_TOKEN_USAGE = "gen_ai.client.token.usage";
+/** What model calls cost, USD, by agent, tool, provider and model (reported or priced). */
+export const METRIC_LLM_COST = "selfheal_llm_cost_usd";
+/** The token usage histogram's buckets (the GenAI conventions' advice: powers of 4). */
+export const TOKEN_BUCKETS: readonly number[] = Array.from({ length: 14 }, (_, i) => 4 ** i);
 
 // Metric labels (Prometheus label names).
 export const LABEL_AGENT = "agent";
@@ -266,6 +281,7 @@ export const LABEL_SUPPRESSED = "suppressed";
 export const LABEL_DEPENDENCY = "dependency";
 export const LABEL_STATE = "state";
 export const LABEL_TIER = "tier";
+export const LABEL_MODEL = "model";
 
 /** Stream modes (`afterFirstToken`): what happens when a stream fails after its first token. */
 export const STREAM_MODES = ["fail", "restart", "buffer"] as const;

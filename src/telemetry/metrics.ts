@@ -36,6 +36,13 @@ import {
   METRIC_TOOL_CALLS,
   METRIC_STREAM_FAILURES,
   METRIC_STREAM_FIRST_TOKEN,
+  METRIC_GEN_AI_TOKEN_USAGE,
+  METRIC_LLM_COST,
+  ATTR_GEN_AI_PROVIDER_NAME,
+  ATTR_GEN_AI_REQUEST_MODEL,
+  ATTR_GEN_AI_TOKEN_TYPE,
+  LABEL_MODEL,
+  TOKEN_BUCKETS,
   PATTERNS,
   RECOVERY_OUTCOMES,
   RECOVERY_STEP_OUTCOMES,
@@ -87,6 +94,8 @@ export class SelfHealMetrics {
   private readonly escalations: Counter;
   private readonly firstToken: Histogram;
   private readonly streamFailures: Counter;
+  private readonly tokenUsage: Histogram;
+  private readonly llmCost: Counter;
 
   // Long on purpose: every instrument of the telemetry contract, created once.
   constructor(
@@ -178,6 +187,14 @@ export class SelfHealMetrics {
     this.streamFailures = meter.createCounter(METRIC_STREAM_FAILURES, {
       description: "Failed attempts of streamed calls, by diagnosed pattern.",
     });
+    this.tokenUsage = meter.createHistogram(METRIC_GEN_AI_TOKEN_USAGE, {
+      description: "Number of input and output tokens used by a model call.",
+      unit: "{token}",
+      advice: { explicitBucketBoundaries: [...TOKEN_BUCKETS] },
+    });
+    this.llmCost = meter.createCounter(METRIC_LLM_COST, {
+      description: "Spend of model calls (every attempt), USD, by provider and model.",
+    });
     meter
       .createObservableGauge(METRIC_CIRCUIT_STATE, {
         description: "Circuit breaker state per dependency: 0 closed, 1 half-open, 2 open.",
@@ -229,6 +246,37 @@ export class SelfHealMetrics {
   registerStream(labels: ToolMetricLabels): void {
     labels.stream = byPattern(labels.duration);
     for (const p of PATTERNS) this.streamFailures.add(0, labels.stream[p]);
+  }
+
+  /**
+   * One attempt's tokens and spend: a point per token type it reported, and its cost (reported,
+   * or priced from its provider) when above 0. Per attempt, so recovery's spend shows too.
+   */
+  modelSpend(
+    labels: ToolMetricLabels,
+    provider: string | undefined,
+    model: string | undefined,
+    usage: { inputTokens?: number; outputTokens?: number } | undefined,
+    usd: number,
+  ): void {
+    if (usage) {
+      const base = {
+        ...labels.duration,
+        ...(provider !== undefined && { [ATTR_GEN_AI_PROVIDER_NAME]: provider }),
+        ...(model !== undefined && { [ATTR_GEN_AI_REQUEST_MODEL]: model }),
+      };
+      const { inputTokens, outputTokens } = usage;
+      if (inputTokens !== undefined)
+        this.tokenUsage.record(inputTokens, { ...base, [ATTR_GEN_AI_TOKEN_TYPE]: "input" });
+      if (outputTokens !== undefined)
+        this.tokenUsage.record(outputTokens, { ...base, [ATTR_GEN_AI_TOKEN_TYPE]: "output" });
+    }
+    if (usd > 0)
+      this.llmCost.add(usd, {
+        ...labels.duration,
+        [LABEL_PROVIDER]: provider ?? "",
+        [LABEL_MODEL]: model ?? "",
+      });
   }
 
   /** A streamed attempt's first token, ms after the attempt started. */
