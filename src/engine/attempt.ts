@@ -125,12 +125,9 @@ class RunningAttempt<R> extends AttemptContext implements Expiring {
     this.#done = true;
     if (this.#deadline) this.#engine.deadlines.clear(this.#deadline);
     if (this.#onAbort) this.#signal?.removeEventListener("abort", this.#onAbort);
-    // A model call: what it used and cost, now that it has reported all it will.
-    if (
-      this.providerConfig !== undefined ||
-      this.usage !== undefined ||
-      this.reportedUsd !== undefined
-    )
+    // A model call (an LLM tool, or one reporting tokens): what it used and cost, now that it
+    // has reported all it will. A priced API that is not a model (payments) is not model spend.
+    if (this.#labels.llm !== undefined || this.usage !== undefined)
       this.#engine.metrics.modelSpend(
         this.#labels,
         this.provider,
@@ -244,6 +241,7 @@ export async function attemptFailed<A, R>(
     message,
     spec.attempt,
     options.maxErrorLength,
+    tool.identity,
   );
   const diagnosis = await diagnoseFailure(
     engine,

@@ -93,9 +93,14 @@ export abstract class AttemptContext implements AttemptControl {
   }
 
   reportUsage(usage: Usage): void {
+    const sum = (a: number | undefined, b: number | undefined) =>
+      a === undefined ? b : b === undefined ? a : a + b;
+    // A count never reported stays unknown (not 0): a stream that reports output tokens only.
+    const inputTokens = sum(this.usage?.inputTokens, usage.inputTokens);
+    const outputTokens = sum(this.usage?.outputTokens, usage.outputTokens);
     this.usage = {
-      inputTokens: (this.usage?.inputTokens ?? 0) + (usage.inputTokens ?? 0),
-      outputTokens: (this.usage?.outputTokens ?? 0) + (usage.outputTokens ?? 0),
+      ...(inputTokens !== undefined && { inputTokens }),
+      ...(outputTokens !== undefined && { outputTokens }),
     };
   }
 }

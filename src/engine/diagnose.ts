@@ -1,4 +1,4 @@
-import { SpanKind, type Context } from "@opentelemetry/api";
+import { SpanKind, type Attributes, type Context } from "@opentelemetry/api";
 import { askAdvisor } from "../diagnosis/advisor.js";
 import type { Diagnosis } from "../diagnosis/diagnoser.js";
 import { normalizeStep } from "../diagnosis/rules.js";
@@ -21,6 +21,7 @@ import type { Engine } from "./engine.js";
 export interface DiagnosedTool {
   name: string;
   labels: ToolMetricLabels;
+  identity: Attributes;
 }
 
 /**
@@ -47,7 +48,7 @@ export async function diagnoseFailure(
   const time = spanTime(at);
   const span = tracer.startSpan(
     SPAN_DIAGNOSIS,
-    { kind: SpanKind.INTERNAL, startTime: time },
+    { kind: SpanKind.INTERNAL, attributes: tool.identity, startTime: time },
     parent,
   );
   span.setAttribute(ATTR_DIAGNOSIS_PATTERN, diagnosis.pattern);

@@ -92,6 +92,11 @@ export interface ToolRuntime<A, R> {
   /** The same, with their breakers (looked up once, not per call). */
   readonly routes: readonly Route[];
   readonly labels: ToolMetricLabels;
+  /**
+   * The agent and tool (`gen_ai.agent.name`, `gen_ai.tool.name`) on the call's child spans (error,
+   * diagnosis, recovery), so a trace query or span metric by agent or tool finds them too.
+   */
+  readonly identity: Attributes;
   /** A call's deadline when the caller sets neither its own deadline nor its timeout, ms. */
   readonly deadlineMs: number;
   /**

@@ -220,6 +220,7 @@ class Recovery<A, R> implements RecoveryRun {
       {
         kind: SpanKind.INTERNAL,
         attributes: {
+          ...input.tool.identity,
           [ATTR_RECOVERY_STRATEGY]: request.strategy,
           [ATTR_RECOVERY_ATTEMPT]: number,
           [ATTR_RECOVERY_WAIT_MS]: request.waitMs,
@@ -385,6 +386,7 @@ class Recovery<A, R> implements RecoveryRun {
         {
           kind: SpanKind.INTERNAL,
           attributes: {
+            ...this.input.tool.identity,
             [ATTR_RECOVERY_STRATEGY]: strategy,
             [ATTR_RECOVERY_OUTCOME]: outcome,
             ...extra,

@@ -178,6 +178,10 @@ export function toolRuntime<A, R>(
     providers,
     routes,
     labels: engine.metrics.registerTool(name, isLlm ? (primary ?? "unknown") : undefined),
+    identity: {
+      [ATTR_GEN_AI_AGENT_NAME]: engine.options.agent,
+      [ATTR_GEN_AI_TOOL_NAME]: name,
+    },
     deadlineMs: deadlineOf(
       undefined,
       options.deadlineMs,

@@ -110,6 +110,8 @@ export function recordAttemptError(
   message: string,
   attempt: number,
   maxLength: number,
+  /** The agent and tool the span is of (`ToolRuntime.identity`). */
+  identity: Attributes,
 ): void {
   const time = spanTime(at);
   const span = tracer.startSpan(
@@ -117,6 +119,7 @@ export function recordAttemptError(
     {
       kind: SpanKind.INTERNAL,
       attributes: {
+        ...identity,
         [ATTR_ERROR_TYPE]: type,
         [ATTR_ERROR_MESSAGE]: message,
         [ATTR_RECOVERY_ATTEMPT]: attempt,

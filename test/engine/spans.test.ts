@@ -85,7 +85,15 @@ describe("agent.tool_call spans (real OpenTelemetry SDK)", () => {
     expect(tree(otel.spans())).toEqual([
       { "agent.tool_call": ["agent.tool_call.error", "agent.diagnosis"] },
     ]);
+    // Each child names its agent and tool, so a trace query by agent or tool finds it too.
+    for (const name of ["agent.tool_call.error", "agent.diagnosis"])
+      expect(otel.spans().find((s) => s.name === name)?.attributes).toMatchObject({
+        "gen_ai.agent.name": "test-agent",
+        "gen_ai.tool.name": "charge",
+      });
     expect(otel.spans().find((s) => s.name === "agent.diagnosis")?.attributes).toEqual({
+      "gen_ai.agent.name": "test-agent",
+      "gen_ai.tool.name": "charge",
       "selfheal.diagnosis.pattern": "UNKNOWN",
       "selfheal.diagnosis.confidence": 0,
       "selfheal.diagnosis.rule": "none",
@@ -102,6 +110,8 @@ describe("agent.tool_call spans (real OpenTelemetry SDK)", () => {
     expect(JSON.stringify(parent?.attributes)).not.toContain("charge-42");
     expect(child?.status).toEqual({ code: SpanStatusCode.ERROR, message: expected });
     expect(child?.attributes).toEqual({
+      "gen_ai.agent.name": "test-agent",
+      "gen_ai.tool.name": "charge",
       "error.type": "TypeError",
       "selfheal.error.message": expected,
       "selfheal.recovery.attempt": 1,
