@@ -229,7 +229,8 @@ export const HEALTH_STATUSES = ["healthy", "warning", "critical"] as const;
 export type HealthStatus = (typeof HEALTH_STATUSES)[number];
 
 // ---- Metrics -------------------------------------------------------------------------------
-// Counters carry no `_total` (every export path adds it); histograms carry their unit in the name.
+// Counters carry no `_total`: the Prometheus paths add it (collector/README.md, "Metric names on
+// each export path"); over OTLP to Honeycomb they keep these names. Histograms carry their unit.
 export const METRIC_TOOL_CALLS = "selfheal_tool_calls";
 export const METRIC_TOOL_CALL_DURATION = "selfheal_tool_call_duration_seconds";
 export const METRIC_LLM_RESPONSES = "selfheal_llm_responses";

@@ -297,10 +297,16 @@ const SAMPLING = COLLECTORS.filter(
 describe.each(SAMPLING.map((c) => [c.file, c] as const))(
   "collector/%s: sampling and span metrics",
   (_, c) => {
-    const tailSampling = ofType(c.sections.processors, "tail_sampling")[0]?.[1] ?? {};
-    const policies = list(tailSampling.policies, "tail_sampling.policies").map((p, i) =>
-      record(p, `policy ${String(i)}`),
-    );
+    // Every tail_sampling instance (honeycomb.yaml runs two: one keeps what must be kept, the
+    // other samples the rest), each with its own policies.
+    const samplers = ofType(c.sections.processors, "tail_sampling").map(([id, cfg]) => ({
+      id,
+      cfg,
+      policies: list(cfg.policies, `${id}.policies`).map((p, i) =>
+        record(p, `${id} policy ${String(i)}`),
+      ),
+    }));
+    const policies = samplers.flatMap((s) => s.policies);
     const policyOfType = (type: string): YamlRecord[] => policies.filter((p) => p.type === type);
 
     it("keeps every trace with an error", () => {
@@ -319,6 +325,27 @@ describe.each(SAMPLING.map((c) => [c.file, c] as const))(
       }
     });
 
+    it(`keeps every trace of the watchdog at work (${conventions.SPAN_WATCHDOG_RECOVERY}, a ${conventions.SPAN_WATCHDOG_VERDICT} other than healthy)`, () => {
+      const conditions = policyOfType("ottl_condition").flatMap((p) =>
+        strings(record(p.ottl_condition, "ottl_condition").span, "ottl_condition.span"),
+      );
+      expect(conditions).toContain(`span.name == "${conventions.SPAN_WATCHDOG_RECOVERY}"`);
+      expect(conditions).toContain(
+        `span.name == "${conventions.SPAN_WATCHDOG_VERDICT}" and span.attributes["${conventions.ATTR_WATCHDOG_VERDICT}"] != "healthy"`,
+      );
+    });
+
+    it("decides a trace after its root span, waiting long for a late error (both from env)", () => {
+      for (const { id, cfg } of samplers) {
+        const wait = envRef(cfg.decision_wait);
+        const afterRoot = envRef(cfg.decision_wait_after_root_received);
+        expect(wait?.name, id).toBe("SELFHEAL_TRACE_DECISION_WAIT");
+        expect(afterRoot?.name, id).toBe("SELFHEAL_TRACE_DECISION_WAIT_AFTER_ROOT");
+        expect(durationSeconds(wait?.fallback ?? "0s"), id).toBeGreaterThanOrEqual(300);
+        expect(durationSeconds(afterRoot?.fallback ?? "0s"), id).toBeGreaterThan(0);
+      }
+    });
+
     it("keeps a configurable share of the rest, from an env var with a default", () => {
       const [probabilistic, ...more] = policyOfType("probabilistic");
       expect(more).toEqual([]);
@@ -334,8 +361,10 @@ describe.each(SAMPLING.map((c) => [c.file, c] as const))(
           list(record(drop.drop, "drop").drop_sub_policy, "drop_sub_policy").length,
         ).toBeGreaterThan(0);
       }
-      const names = policies.map((p) => p.name);
-      expect(new Set(names).size).toBe(names.length);
+      for (const sampler of samplers) {
+        const names = sampler.policies.map((p) => p.name);
+        expect(new Set(names).size, sampler.id).toBe(names.length);
+      }
     });
 
     it("samples in traces pipelines only, and every traces pipeline to a backend samples", () => {
@@ -426,9 +455,8 @@ describe("collector/README.md", () => {
   it(`names the release the files were written against (${otelcol.OTELCOL_CONTRIB_RELEASE}) and how to validate them`, () => {
     expect(README).toContain(`otelcol-contrib ${otelcol.OTELCOL_CONTRIB_RELEASE}`);
     expect(README).toContain("otelcol-contrib validate --config collector/");
-    expect(README).toContain(
-      `opentelemetry-collector-contrib:${otelcol.OTELCOL_CONTRIB_RELEASE.slice(1)}`,
-    );
+    // The image the compose stack runs: the release the tests build (builder-config.yaml).
+    expect(README).toContain("opentelemetry-collector-contrib:0.161.0");
   });
 
   it("documents only variables that a configuration reads", () => {

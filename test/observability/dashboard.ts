@@ -1,14 +1,65 @@
 /**
- * The selfheal overview dashboard (Grafana classic JSON model), built from the panel list below
- * and written to dashboards/selfheal-overview.json by `npx tsx test/observability/generate.ts`;
- * dashboard.test.ts fails when the file and this list disagree.
+ * The selfheal overview dashboard (Grafana classic JSON model, schema 42), built from the panel
+ * list below and written to dashboards/selfheal-overview.json by `npx tsx
+ * test/observability/generate.ts`; artifacts.test.ts fails when the file and this list disagree.
+ * The model is typed with `@grafana/schema` (pinned to the Grafana release docker-compose.yml
+ * runs), so the compiler checks it: panels, field config, variables, and each panel's options
+ * against its plugin's own option types.
  *
  * Every query reads the raw metrics (never a recording rule), so the dashboard works against any
  * Prometheus that has the metrics, and the end-to-end test can run every query on backfilled data.
+ * Besides selfheal's own metrics it reads the GenAI token usage histogram and the Collector's span
+ * metrics (labels `agent` and `tool` after the Collector's rename, see span-metrics.ts); latency
+ * panels ask for exemplars, and series link to their traces in Tempo.
  */
+import {
+  DashboardCursorSync,
+  FieldColorModeId,
+  GraphDrawStyle,
+  GraphThresholdsStyleMode,
+  AxisPlacement,
+  HeatmapCellLayout,
+  MappingType,
+  ScaleDistribution,
+  SortOrder,
+  StackingMode,
+  ThresholdsMode,
+  TooltipDisplayMode,
+  VariableRefresh,
+  VariableSort,
+  VisibilityMode,
+  type Dashboard,
+  type DataSourceRef,
+  type FieldConfig,
+  type Panel,
+  type RowPanel,
+  type ValueMapping,
+  type VariableModel,
+  type VizLegendOptions,
+} from "@grafana/schema";
+// The variables' `hide` is the raw schema's enum (the package root exports a look-alike).
+import { VariableHide } from "@grafana/schema/dist/esm/raw/dashboard/x/Dashboard_types.gen";
+import {
+  HeatmapColorMode,
+  HeatmapColorScale,
+  type Options as HeatmapOptions,
+  type FieldConfig as HeatmapFieldConfig,
+} from "@grafana/schema/dist/esm/raw/composable/heatmap/panelcfg/x/HeatmapPanelCfg_types.gen";
+import type {
+  Options as StateTimelineOptions,
+  FieldConfig as StateTimelineFieldConfig,
+} from "@grafana/schema/dist/esm/raw/composable/statetimeline/panelcfg/x/StateTimelinePanelCfg_types.gen";
+import type {
+  Options as TimeSeriesOptions,
+  FieldConfig as TimeSeriesFieldConfig,
+} from "@grafana/schema/dist/esm/raw/composable/timeseries/panelcfg/x/TimeSeriesPanelCfg_types.gen";
 
 export const DASHBOARD_UID = "selfheal-overview";
 export const DATASOURCE_UID = "selfheal-prometheus";
+/** The Tempo data source (grafana/provisioning/datasources/tempo.yml). */
+export const TEMPO_UID = "selfheal-tempo";
+/** Grafana's dashboard schema version of the pinned @grafana/schema (Grafana 13). */
+export const SCHEMA_VERSION = 42;
 
 type Unit = string;
 interface Target {
@@ -18,6 +69,12 @@ interface Target {
 interface Threshold {
   value: number;
   color: string;
+}
+/** A link from a panel's series to their traces: a TraceQL search in Explore, on Tempo. */
+interface TraceLink {
+  title: string;
+  /** TraceQL; `${__field.labels.x}` is the clicked series' label x, `${agent:regex}` the variable. */
+  query: string;
 }
 interface PanelSpec {
   title: string;
@@ -34,6 +91,10 @@ interface PanelSpec {
   min?: number;
   max?: number;
   width?: number;
+  /** Ask Prometheus for exemplars too (latency and duration panels): dots that open a trace. */
+  exemplars?: boolean;
+  /** Data links from a clicked series to its traces. */
+  traces?: TraceLink[];
 }
 interface RowSpec {
   row: string;
@@ -49,6 +110,67 @@ const rate = (selector: string) => `rate(${selector}[${R}])`;
 const recoveries = `selfheal_recovery_duration_seconds_count{${AT}}`;
 const recovered = `selfheal_recovery_duration_seconds_count{${AT},outcome="recovered"}`;
 const mttrBuckets = `selfheal_recovery_duration_seconds_bucket{${AT},outcome="recovered"}`;
+
+/**
+ * The Collector's span metrics (spanmetricsconnector, namespace traces.span.metrics, through
+ * Prometheus's OTLP receiver): `span_name`, `status_code` (STATUS_CODE_ERROR ...) and the
+ * configured dimensions, with gen_ai.agent.name and gen_ai.tool.name renamed `agent` and `tool`.
+ */
+const SPAN_CALLS = "traces_span_metrics_calls_total";
+const SPAN_DURATION_BUCKETS = "traces_span_metrics_duration_seconds_bucket";
+const toolSpans = `span_name="agent.tool_call",${AT}`;
+
+/** GenAI semantic conventions' token usage histogram (gen_ai.client.token.usage, {token}). */
+const TOKENS = "gen_ai_client_token_usage";
+
+// TraceQL of the links: selfheal's spans carry the GenAI attributes (conventions.ts).
+const traceql = (...conditions: string[]) => `{ ${conditions.join(" && ")} }`;
+const TOOL_CALL = 'name = "agent.tool_call"';
+const seriesAgent = 'span.gen_ai.agent.name = "${__field.labels.agent}"';
+const seriesTool = 'span.gen_ai.tool.name = "${__field.labels.tool}"';
+const chosenAgents = 'span.gen_ai.agent.name =~ "${agent:regex}"';
+const ERROR = "status = error";
+const callTraces: TraceLink = {
+  title: "Traces of ${__field.labels.agent} ${__field.labels.tool}",
+  query: traceql(TOOL_CALL, seriesAgent, seriesTool),
+};
+const failedCallTraces: TraceLink = {
+  title: "Failed calls of ${__field.labels.agent} ${__field.labels.tool}",
+  query: traceql(TOOL_CALL, seriesAgent, seriesTool, ERROR),
+};
+/** A series' label as a data link interpolates it: `${__field.labels.<name>}`. */
+const label = (name: string) => "${__field.labels." + name + "}";
+/** Diagnosis spans of the clicked series' pattern (diagnosis spans carry no agent or tool). */
+const diagnosisTraces = (patternLabel: string): TraceLink => ({
+  title: `Diagnoses ${label(patternLabel)}`,
+  query: traceql(
+    'name = "agent.diagnosis"',
+    `span.selfheal.diagnosis.pattern = "${label(patternLabel)}"`,
+  ),
+});
+/** Recovery spans of the clicked series' strategy. */
+const recoveryTraces = (strategyLabel: string): TraceLink => ({
+  title: `Recoveries by ${label(strategyLabel)}`,
+  query: traceql(
+    'name = "agent.recovery"',
+    `span.selfheal.recovery.strategy = "${label(strategyLabel)}"`,
+  ),
+});
+/**
+ * Incidents of the clicked series' tool, of the agents chosen above: its calls whose first attempt
+ * failed (a call span with an error span right under it), recovered or not.
+ */
+const incidentTraces: TraceLink = {
+  title: `Incidents of ${label("tool")}`,
+  query: `${traceql(TOOL_CALL, chosenAgents, `span.gen_ai.tool.name = "${label("tool")}"`)} > ${traceql('name = "agent.tool_call.error"')}`,
+};
+/** Calls that went to the clicked series' provider: first attempts, and recovery attempts. */
+const providerTraces = (providerLabel: string): TraceLink => ({
+  title: `Calls to ${label(providerLabel)}`,
+  query: traceql(
+    `(span.gen_ai.provider.name = "${label(providerLabel)}" || span.selfheal.recovery.provider = "${label(providerLabel)}")`,
+  ),
+});
 
 const ROWS: RowSpec[] = [
   {
@@ -126,6 +248,7 @@ const ROWS: RowSpec[] = [
         ],
         min: 0,
         max: 1,
+        traces: [failedCallTraces],
       },
       {
         title: "P95 tool-call latency",
@@ -140,6 +263,8 @@ const ROWS: RowSpec[] = [
           },
         ],
         min: 0,
+        exemplars: true,
+        traces: [callTraces],
       },
       {
         title: "Empty-response rate",
@@ -196,6 +321,7 @@ const ROWS: RowSpec[] = [
         ],
         stacked: true,
         min: 0,
+        traces: [incidentTraces],
       },
       {
         title: "Diagnoses by pattern",
@@ -211,6 +337,7 @@ const ROWS: RowSpec[] = [
         ],
         stacked: true,
         min: 0,
+        traces: [diagnosisTraces("pattern")],
       },
       {
         title: "UNKNOWN share of diagnoses",
@@ -248,6 +375,7 @@ const ROWS: RowSpec[] = [
         ],
         stacked: true,
         min: 0,
+        traces: [recoveryTraces("strategy")],
       },
       {
         title: "Recovery outcomes",
@@ -301,11 +429,12 @@ const ROWS: RowSpec[] = [
         })),
         min: 0,
         width: 24,
+        exemplars: true,
       },
     ],
   },
   {
-    row: "Cost",
+    row: "Recovery cost",
     panels: [
       {
         title: "Recovery cost per incident",
@@ -462,6 +591,8 @@ const ROWS: RowSpec[] = [
           legend: `{{agent}} {{tool}} p${Math.round(q * 100)}`,
         })),
         min: 0,
+        exemplars: true,
+        traces: [callTraces],
       },
       {
         title: "Stream failures by pattern",
@@ -477,88 +608,383 @@ const ROWS: RowSpec[] = [
         ],
         stacked: true,
         min: 0,
+        traces: [diagnosisTraces("pattern")],
+      },
+    ],
+  },
+  {
+    row: "Traces (span metrics)",
+    panels: [
+      {
+        title: "Tool calls per minute (from spans)",
+        description:
+          "agent.tool_call spans per minute by agent and tool, counted by the Collector's span_metrics connector from every span before sampling (traces_span_metrics_calls_total). The dots are exemplars: each opens one call's trace in Tempo (a healthy call's trace may have been sampled out).",
+        type: "timeseries",
+        unit: "suffix:/min",
+        targets: [
+          {
+            expr: `sum by (agent, tool) (${rate(`${SPAN_CALLS}{${toolSpans}}`)}) * 60`,
+            legend: "{{agent}} {{tool}}",
+          },
+        ],
+        stacked: true,
+        min: 0,
+        exemplars: true,
+        traces: [callTraces],
+      },
+      {
+        title: "Tool-call error rate (from spans)",
+        description:
+          "Share of agent.tool_call spans with status ERROR (the call failed after recovery, or was refused), from the span metrics. The lines mirror health's success-rate thresholds (warning over 20% failing, critical over 50%). Click a series for its failed calls' traces.",
+        type: "timeseries",
+        unit: "percentunit",
+        targets: [
+          {
+            expr: `(sum by (agent, tool) (${rate(`${SPAN_CALLS}{${toolSpans},status_code="STATUS_CODE_ERROR"}`)}) or 0 * sum by (agent, tool) (${rate(`${SPAN_CALLS}{${toolSpans}}`)})) / sum by (agent, tool) (${rate(`${SPAN_CALLS}{${toolSpans}}`)})`,
+            legend: "{{agent}} {{tool}}",
+          },
+        ],
+        thresholds: [
+          { value: 0.2, color: "yellow" },
+          { value: 0.5, color: "red" },
+        ],
+        min: 0,
+        max: 1,
+        traces: [failedCallTraces],
+      },
+      {
+        title: "P95 tool-call duration (from spans)",
+        description:
+          "95th percentile of agent.tool_call span durations (traces_span_metrics_duration_seconds, the buckets of selfheal's own histogram). Exemplars open the traces of calls at that latency.",
+        type: "timeseries",
+        unit: "s",
+        targets: [
+          {
+            expr: `histogram_quantile(0.95, sum by (agent, tool, le) (${rate(`${SPAN_DURATION_BUCKETS}{${toolSpans}}`)}))`,
+            legend: "{{agent}} {{tool}}",
+          },
+        ],
+        min: 0,
+        exemplars: true,
+        traces: [callTraces],
+        width: 24,
+      },
+      {
+        title: "Diagnosis spans per minute by pattern",
+        description:
+          "agent.diagnosis spans per minute by selfheal.diagnosis.pattern, from the span metrics; exemplars and the series' link open diagnosed calls' traces. The agent and tool filters apply where the spans carry gen_ai.agent.name and gen_ai.tool.name.",
+        type: "timeseries",
+        unit: "suffix:/min",
+        targets: [
+          {
+            expr: `sum by (selfheal_diagnosis_pattern) (${rate(`${SPAN_CALLS}{span_name="agent.diagnosis",${AT}}`)}) * 60`,
+            legend: "{{selfheal_diagnosis_pattern}}",
+          },
+        ],
+        stacked: true,
+        min: 0,
+        exemplars: true,
+        traces: [diagnosisTraces("selfheal_diagnosis_pattern")],
+      },
+      {
+        title: "Recovery spans per minute by strategy",
+        description:
+          "agent.recovery spans per minute (each strategy step and each attempt) by selfheal.recovery.strategy, from the span metrics; exemplars and the series' link open recoveries' traces. The agent and tool filters apply where the spans carry gen_ai.agent.name and gen_ai.tool.name.",
+        type: "timeseries",
+        unit: "suffix:/min",
+        targets: [
+          {
+            expr: `sum by (selfheal_recovery_strategy) (${rate(`${SPAN_CALLS}{span_name="agent.recovery",${AT}}`)}) * 60`,
+            legend: "{{selfheal_recovery_strategy}}",
+          },
+        ],
+        stacked: true,
+        min: 0,
+        exemplars: true,
+        traces: [recoveryTraces("selfheal_recovery_strategy")],
+      },
+    ],
+  },
+  {
+    row: "Tokens and cost",
+    panels: [
+      {
+        title: "Tokens per minute by model",
+        description:
+          "Input and output tokens per minute by provider and model (gen_ai.client.token.usage, the OpenTelemetry GenAI conventions' histogram), as the model calls reported them, recovery attempts included.",
+        type: "timeseries",
+        unit: "suffix: tokens/min",
+        targets: [
+          {
+            expr: `sum by (gen_ai_provider_name, gen_ai_request_model, gen_ai_token_type) (${rate(`${TOKENS}_sum{${AT}}`)}) * 60`,
+            legend: "{{gen_ai_provider_name}} {{gen_ai_request_model}} {{gen_ai_token_type}}",
+          },
+        ],
+        stacked: true,
+        min: 0,
+        traces: [providerTraces("gen_ai_provider_name")],
+      },
+      {
+        title: "Model cost per hour by model",
+        description:
+          "Spend of model calls per hour, USD, by provider and model (selfheal_llm_cost_usd: reported by the call, or its provider's price), every attempt included.",
+        type: "timeseries",
+        unit: "currencyUSD",
+        targets: [
+          {
+            expr: `sum by (provider, model) (${rate(`selfheal_llm_cost_usd_total{${AT}}`)}) * 3600`,
+            legend: "{{provider}} {{model}}",
+          },
+        ],
+        stacked: true,
+        min: 0,
+        traces: [providerTraces("provider")],
+      },
+      {
+        title: "Tokens per model call (mean)",
+        description:
+          "Mean input and output tokens of one model call, by model: the token usage histogram's sum over its count. A rise in input tokens is a growing prompt or context.",
+        type: "timeseries",
+        unit: "short",
+        targets: [
+          {
+            expr: `sum by (gen_ai_request_model, gen_ai_token_type) (${rate(`${TOKENS}_sum{${AT}}`)}) / sum by (gen_ai_request_model, gen_ai_token_type) (${rate(`${TOKENS}_count{${AT}}`)})`,
+            legend: "{{gen_ai_request_model}} {{gen_ai_token_type}}",
+          },
+        ],
+        min: 0,
+        width: 24,
       },
     ],
   },
 ];
 
-const datasource = { type: "prometheus", uid: "${datasource}" };
+/**
+ * The rows top to bottom. Panel ids follow ROWS (new rows are appended there), so a panel keeps
+ * its id, and its links (`viewPanel=`), wherever its row is shown.
+ */
+const LAYOUT = [
+  "Health",
+  "Tokens and cost",
+  "Incidents and diagnosis",
+  "Recovery",
+  "Traces (span metrics)",
+  "Recovery cost",
+  "Breakers and read-only mode",
+  "Long runs (watchdog)",
+  "Streams",
+];
 
-function fieldConfig(p: PanelSpec): Record<string, unknown> {
-  const steps = [{ color: p.base ?? "green", value: null }, ...(p.thresholds ?? [])];
-  const defaults: Record<string, unknown> = {
-    unit: p.unit,
-    ...(p.min !== undefined && { min: p.min }),
-    ...(p.max !== undefined && { max: p.max }),
-    thresholds: { mode: "absolute", steps },
-    color: { mode: p.type === "state-timeline" ? "thresholds" : "palette-classic" },
+const datasource: DataSourceRef = { type: "prometheus", uid: "${datasource}" };
+
+/** A Grafana data link (the data-link model of @grafana/data; field config keeps them unknown). */
+interface DataLink {
+  title: string;
+  url: string;
+  internal: {
+    datasourceUid: string;
+    datasourceName: string;
+    query: {
+      refId: string;
+      queryType: "traceql";
+      query: string;
+      limit: number;
+      tableType: "traces";
+    };
   };
-  if (p.states) {
-    defaults.mappings = [
-      {
-        type: "value",
-        options: Object.fromEntries(
-          p.states.map((s, index) => [String(s.value), { text: s.text, color: s.color, index }]),
-        ),
-      },
-    ];
-    defaults.thresholds = {
-      mode: "absolute",
-      steps: p.states.map((s, i) => ({ color: s.color, value: i === 0 ? null : s.value })),
-    };
-  }
-  if (p.type === "timeseries") {
-    defaults.custom = {
-      drawStyle: "line",
-      lineWidth: 1,
-      fillOpacity: p.stacked ? 40 : 10,
-      showPoints: "never",
-      spanNulls: false,
-      stacking: { mode: p.stacked ? "normal" : "none", group: "A" },
-      thresholdsStyle: { mode: p.thresholds ? "line" : "off" },
-    };
-  }
-  if (p.type === "state-timeline") defaults.custom = { fillOpacity: 80, lineWidth: 0 };
-  if (p.type === "heatmap") defaults.custom = { scaleDistribution: { type: "linear" } };
-  return { defaults, overrides: [] };
 }
 
-function options(p: PanelSpec): Record<string, unknown> {
-  const legend = { displayMode: "list", placement: "bottom", showLegend: true };
+/** Opens Explore on Tempo with the link's TraceQL, over the panel's time range. */
+const traceLink = (t: TraceLink): DataLink => ({
+  title: t.title,
+  url: "",
+  internal: {
+    datasourceUid: TEMPO_UID,
+    datasourceName: "Tempo",
+    query: { refId: "A", queryType: "traceql", query: t.query, limit: 20, tableType: "traces" },
+  },
+});
+
+const HIDE_NONE = { legend: false, tooltip: false, viz: false };
+
+function custom(p: PanelSpec): Record<string, unknown> {
   switch (p.type) {
     case "timeseries":
-      return { legend, tooltip: { mode: "multi", sort: "desc" } };
+      return {
+        drawStyle: GraphDrawStyle.Line,
+        lineWidth: 1,
+        fillOpacity: p.stacked ? 40 : 10,
+        showPoints: VisibilityMode.Never,
+        spanNulls: false,
+        stacking: { mode: p.stacked ? StackingMode.Normal : StackingMode.None, group: "A" },
+        thresholdsStyle: {
+          mode: p.thresholds ? GraphThresholdsStyleMode.Line : GraphThresholdsStyleMode.Off,
+        },
+        hideFrom: HIDE_NONE,
+      } satisfies TimeSeriesFieldConfig;
+    case "state-timeline":
+      return {
+        fillOpacity: 80,
+        lineWidth: 0,
+        hideFrom: HIDE_NONE,
+      } satisfies StateTimelineFieldConfig;
+    case "heatmap":
+      return {
+        scaleDistribution: { type: ScaleDistribution.Linear },
+        hideFrom: HIDE_NONE,
+      } satisfies HeatmapFieldConfig;
+  }
+}
+
+function fieldConfig(p: PanelSpec): { defaults: FieldConfig; overrides: [] } {
+  const mappings: ValueMapping[] = p.states
+    ? [
+        {
+          type: MappingType.ValueToText,
+          options: Object.fromEntries(
+            p.states.map((s, index) => [String(s.value), { text: s.text, color: s.color, index }]),
+          ),
+        },
+      ]
+    : [];
+  const steps = p.states
+    ? p.states.map((s, i) => ({ color: s.color, value: i === 0 ? null : s.value }))
+    : [{ color: p.base ?? "green", value: null }, ...(p.thresholds ?? [])];
+  return {
+    defaults: {
+      unit: p.unit,
+      ...(p.min !== undefined && { min: p.min }),
+      ...(p.max !== undefined && { max: p.max }),
+      thresholds: { mode: ThresholdsMode.Absolute, steps },
+      color: {
+        mode:
+          p.type === "state-timeline"
+            ? FieldColorModeId.Thresholds
+            : FieldColorModeId.PaletteClassic,
+      },
+      ...(mappings.length > 0 && { mappings }),
+      ...(p.traces && { links: p.traces.map(traceLink) }),
+      custom: custom(p),
+    },
+    overrides: [],
+  };
+}
+
+const legend = {
+  calcs: [],
+  placement: "bottom",
+  showLegend: true,
+} satisfies VizLegendOptions;
+
+function options(p: PanelSpec): Record<string, unknown> {
+  switch (p.type) {
+    case "timeseries":
+      return {
+        legend,
+        tooltip: { mode: TooltipDisplayMode.Multi, sort: SortOrder.Descending },
+      } satisfies TimeSeriesOptions;
     case "state-timeline":
       return {
         legend,
-        tooltip: { mode: "single", sort: "none" },
+        tooltip: { mode: TooltipDisplayMode.Single, sort: SortOrder.None },
         mergeValues: true,
-        showValue: "auto",
+        showValue: VisibilityMode.Auto,
         alignValue: "left",
         rowHeight: 0.9,
-      };
+      } satisfies StateTimelineOptions;
     case "heatmap":
       return {
         calculate: false,
         cellGap: 1,
-        color: { mode: "scheme", scheme: "Oranges", scale: "exponential", exponent: 0.5 },
-        yAxis: { axisPlacement: "left", unit: p.unit },
-        rowsFrame: { layout: "auto" },
-        tooltip: { mode: "single", yHistogram: true },
+        color: {
+          mode: HeatmapColorMode.Scheme,
+          scheme: "Oranges",
+          scale: HeatmapColorScale.Exponential,
+          exponent: 0.5,
+          fill: "dark-orange",
+          reverse: false,
+          steps: 64,
+        },
+        exemplars: { color: "rgba(255,0,255,0.7)" },
         legend: { show: true },
+        rowsFrame: { layout: HeatmapCellLayout.auto },
+        showValue: VisibilityMode.Never,
+        tooltip: { mode: TooltipDisplayMode.Single, yHistogram: true },
+        yAxis: { axisPlacement: AxisPlacement.Left, unit: p.unit },
         cellValues: { unit: "short" },
-      };
+      } satisfies HeatmapOptions;
   }
 }
 
+/** A panel of the spec, with its id and place. */
+function panel(
+  p: PanelSpec,
+  id: number,
+  gridPos: { h: number; w: number; x: number; y: number },
+): Panel {
+  return {
+    id,
+    type: p.type,
+    title: p.title,
+    description: p.description,
+    datasource,
+    gridPos,
+    fieldConfig: fieldConfig(p),
+    options: options(p),
+    targets: p.targets.map((t, i) => ({
+      refId: String.fromCharCode(65 + i),
+      datasource,
+      editorMode: "code",
+      expr: t.expr,
+      legendFormat: t.legend,
+      range: true,
+      ...(p.exemplars && { exemplar: true }),
+      ...(p.type === "heatmap" && { format: "heatmap" }),
+    })),
+  };
+}
+
+/** A Prometheus query variable over all values (`.*` when All is chosen). */
+const queryVariable = (name: string, label: string, query: string): VariableModel => ({
+  name,
+  label,
+  type: "query",
+  datasource,
+  query: { query, refId: "PrometheusVariableQueryEditor-VariableQuery", qryType: 1 },
+  includeAll: true,
+  multi: true,
+  allValue: ".*",
+  current: { selected: true, text: ["All"], value: ["$__all"] },
+  options: [],
+  refresh: VariableRefresh.onTimeRangeChanged,
+  regex: "",
+  sort: VariableSort.alphabeticalAsc,
+  hide: VariableHide.dontHide,
+  skipUrlSync: false,
+});
+
 /** The dashboard model, as Grafana's JSON export would write it. */
-export function buildDashboard(): Record<string, unknown> {
-  const panels: Record<string, unknown>[] = [];
-  let id = 1;
-  let y = 0;
+export function buildDashboard(): Dashboard {
+  // Ids in ROWS order, so they stay put when LAYOUT moves a row.
+  const ids = new Map<PanelSpec | RowSpec, number>();
+  let next = 1;
   for (const row of ROWS) {
+    ids.set(row, next++);
+    for (const p of row.panels) ids.set(p, next++);
+  }
+  const idOf = (spec: PanelSpec | RowSpec) => ids.get(spec) ?? 0;
+  const rowOf = (title: string) => {
+    const row = ROWS.find((r) => r.row === title);
+    if (!row) throw new Error(`LAYOUT names no row of ROWS: ${title}`);
+    return row;
+  };
+  if (LAYOUT.length !== ROWS.length) throw new Error("LAYOUT must name every row once");
+
+  const panels: (Panel | RowPanel)[] = [];
+  let y = 0;
+  for (const row of LAYOUT.map(rowOf)) {
     panels.push({
-      id: id++,
+      id: idOf(row),
       type: "row",
       title: row.row,
       collapsed: false,
@@ -573,48 +999,11 @@ export function buildDashboard(): Record<string, unknown> {
         x = 0;
         y += 8;
       }
-      panels.push({
-        id: id++,
-        type: p.type,
-        title: p.title,
-        description: p.description,
-        datasource,
-        gridPos: { h: 8, w, x, y },
-        fieldConfig: fieldConfig(p),
-        options: options(p),
-        targets: p.targets.map((t, i) => ({
-          refId: String.fromCharCode(65 + i),
-          datasource,
-          editorMode: "code",
-          expr: t.expr,
-          legendFormat: t.legend,
-          range: true,
-          ...(p.type === "heatmap" && { format: "heatmap" }),
-        })),
-      });
+      panels.push(panel(p, idOf(p), { h: 8, w, x, y }));
       x += w;
     }
     y += 8;
   }
-
-  const queryVariable = (name: string, label: string, query: string) => ({
-    name,
-    label,
-    type: "query",
-    datasource,
-    definition: query,
-    query: { query, refId: "PrometheusVariableQueryEditor-VariableQuery", qryType: 1 },
-    includeAll: true,
-    multi: true,
-    allValue: ".*",
-    current: { selected: true, text: ["All"], value: ["$__all"] },
-    options: [],
-    refresh: 2,
-    regex: "",
-    sort: 1,
-    hide: 0,
-    skipUrlSync: false,
-  });
 
   return {
     annotations: {
@@ -631,14 +1020,14 @@ export function buildDashboard(): Record<string, unknown> {
       ],
     },
     description:
-      "selfheal: agent health, diagnosis, recovery, cost and breakers, from the selfheal_* metrics.",
+      "selfheal: agent health, tokens and cost, diagnosis, recovery, traces, breakers and long runs, from the selfheal_* metrics, the GenAI token usage and the Collector's span metrics.",
     editable: true,
     fiscalYearStartMonth: 0,
-    graphTooltip: 1,
+    graphTooltip: DashboardCursorSync.Crosshair,
     links: [],
     panels,
     refresh: "30s",
-    schemaVersion: 39,
+    schemaVersion: SCHEMA_VERSION,
     tags: ["selfheal"],
     templating: {
       list: [
@@ -647,12 +1036,13 @@ export function buildDashboard(): Record<string, unknown> {
           label: "Data source",
           type: "datasource",
           query: "prometheus",
-          current: {},
-          hide: 0,
+          // The provisioned Prometheus (grafana/provisioning/datasources/prometheus.yml).
+          current: { selected: true, text: "Prometheus", value: DATASOURCE_UID },
+          hide: VariableHide.dontHide,
           includeAll: false,
           multi: false,
           options: [],
-          refresh: 1,
+          refresh: VariableRefresh.onDashboardLoad,
           regex: "",
           skipUrlSync: false,
         },

@@ -8,7 +8,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, posix } from "node:path";
 import { describe, expect, it } from "vitest";
-import { OTELCOL_CONTRIB_RELEASE } from "../fixtures/otelcol-contrib-components.js";
+import { loadBuilderConfig } from "./collector-dist.js";
 import {
   composeEnvNames,
   isRecord,
@@ -89,8 +89,9 @@ function yamlFilesIn(dir: string): string[] {
 }
 
 describe("docker-compose.yml", () => {
-  it("runs the Collector, Prometheus, Tempo and Grafana", () => {
+  it("runs the Collector, Prometheus, Alertmanager, Tempo and Grafana", () => {
     expect(Object.keys(services).sort()).toEqual([
+      "alertmanager",
       "grafana",
       "otel-collector",
       "prometheus",
@@ -107,10 +108,14 @@ describe("docker-compose.yml", () => {
     expect(service(name).build).toBeUndefined();
   });
 
-  it("runs the otelcol-contrib release the collector configurations were written against", () => {
-    expect(service("otel-collector").image).toBe(
-      `otel/opentelemetry-collector-contrib:${OTELCOL_CONTRIB_RELEASE.slice(1)}`,
+  it("runs the otelcol-contrib release the tests build and run the configurations on", () => {
+    // collector/builder-config.yaml: the distribution scripts/build-collector.sh builds.
+    const release = loadBuilderConfig().dist.version;
+    const contrib = loadBuilderConfig().components.processors.find((m) =>
+      m.module.includes("opentelemetry-collector-contrib"),
     );
+    expect(contrib?.version).toBe(`v${release}`);
+    expect(service("otel-collector").image).toBe(`otel/opentelemetry-collector-contrib:${release}`);
   });
 
   it.each(Object.keys(services))(
@@ -154,9 +159,31 @@ describe("docker-compose.yml", () => {
     expect(command("tempo")).toContain(`-config.file=${targetOf("tempo", "./tempo/tempo.yaml")}`);
   });
 
-  it("gives Grafana grafana/provisioning and dashboards/", () => {
-    expect(targetOf("grafana", "./grafana/provisioning")).toBe("/etc/grafana/provisioning");
+  it("gives Grafana its data sources and dashboards/, and no alerting provisioning", () => {
+    expect(targetOf("grafana", "./grafana/provisioning/datasources")).toBe(
+      "/etc/grafana/provisioning/datasources",
+    );
+    expect(targetOf("grafana", "./grafana/provisioning/dashboards")).toBe(
+      "/etc/grafana/provisioning/dashboards",
+    );
     targetOf("grafana", "./dashboards");
+    // One alerting path (Prometheus -> Alertmanager): Grafana gets no rules, contact points or
+    // policies, so an alert neither shows twice nor notifies twice.
+    for (const m of mounts(service("grafana"), "grafana")) {
+      expect(m.target, m.source).not.toMatch(/^\/etc\/grafana\/provisioning\/?(alerting.*)?$/);
+      expect(posix.normalize(m.source), m.target).not.toMatch(/^grafana\/alerting/);
+    }
+    expect(existsSync(join(ROOT, "grafana", "provisioning", "alerting"))).toBe(false);
+  });
+
+  it("starts Alertmanager on alertmanager/alertmanager.yml, with its state on a volume", () => {
+    const args = command("alertmanager");
+    expect(args).toContain(
+      `--config.file=${targetOf("alertmanager", "./alertmanager/alertmanager.yml")}`,
+    );
+    const storage = args.find((a) => a.startsWith("--storage.path="))?.split("=")[1];
+    const volume = mounts(service("alertmanager"), "alertmanager").find((m) => !m.bind);
+    expect(volume?.target).toBe(storage);
   });
 
   it("documents the variables it reads in collector/README.md", () => {
@@ -199,6 +226,19 @@ describe("prometheus/prometheus.yml", () => {
     ).toBeGreaterThan(0);
   });
 
+  it("sends alerts to the stack's Alertmanager, on the port it listens on", () => {
+    const alerting = record(prometheus.alerting, "alerting");
+    const targets = list(alerting.alertmanagers, "alertmanagers").flatMap((am) =>
+      list(record(am, "alertmanager").static_configs, "static_configs").flatMap((sc) =>
+        strings(record(sc, "static_config").targets, "targets"),
+      ),
+    );
+    expect(targets).toEqual(["alertmanager:9093"]);
+    const ports = list(service("alertmanager").ports, "alertmanager.ports").map(String);
+    expect(ports.map((p) => p.split(":").pop())).toContain("9093");
+    expect(list(service("prometheus").depends_on, "depends_on")).toContain("alertmanager");
+  });
+
   it("scrapes only services of the stack", () => {
     const jobs = list(prometheus.scrape_configs, "scrape_configs").map((j) => record(j, "job"));
     for (const job of jobs) {
@@ -237,7 +277,7 @@ describe("collector/local.yaml in the stack", () => {
     const readers = list(record(telemetry.metrics, "metrics").readers, "readers");
     const ports = readers.map((r) => {
       const exporter = record(record(record(r, "reader").pull, "pull").exporter, "exporter");
-      return String(record(exporter.prometheus, "prometheus").port);
+      return String(withDefault(record(exporter.prometheus, "prometheus").port));
     });
     expect(targets).toEqual(expect.arrayContaining(ports.map((p) => `otel-collector:${p}`)));
   });
@@ -270,7 +310,13 @@ describe("grafana/provisioning against the stack (when provisioned)", () => {
   });
 
   it("has the directories the stack mounts", () => {
-    for (const dir of ["alerts", "grafana/provisioning", "dashboards"]) {
+    for (const dir of [
+      "alerts",
+      "alertmanager",
+      "grafana/provisioning/datasources",
+      "grafana/provisioning/dashboards",
+      "dashboards",
+    ]) {
       expect(statSync(join(ROOT, dir)).isDirectory(), dir).toBe(true);
     }
   });

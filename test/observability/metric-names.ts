@@ -80,8 +80,10 @@ export function resolveSeriesName(
 ): { metric: string; kind: Kind } | { error: string } {
   // Several contract names may prefix the name (selfheal_recover... ): try each.
   for (const [metric, kind] of contract) {
-    if (!name.startsWith(metric)) continue;
-    const suffix = name.slice(metric.length);
+    // OpenTelemetry names (gen_ai.client.token.usage) are stored with underscores.
+    const stored = metric.replace(/[^A-Za-z0-9_:]/g, "_");
+    if (!name.startsWith(stored)) continue;
+    const suffix = name.slice(stored.length);
     if (kind === undefined) return { error: `${name}: ${metric} has no instrument in metrics.ts` };
     if (SUFFIXES[kind].includes(suffix)) return { metric, kind };
   }

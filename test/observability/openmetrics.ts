@@ -70,6 +70,25 @@ export class OpenMetricsWriter {
     }
   }
 
+  /**
+   * Adds samples written elsewhere (series not made by an SDK, such as the Collector's span
+   * metrics): `family` is the OpenMetrics family name, each sample a whole line with a timestamp
+   * in seconds. Called again for the same family, the samples are appended.
+   */
+  addFamily(family: string, type: "counter" | "histogram", help: string, samples: string[]): void {
+    let entry = this.families.get(family);
+    if (!entry) {
+      entry = { header: [`# HELP ${family} ${help}`, `# TYPE ${family} ${type}`], samples: [] };
+      this.families.set(family, entry);
+    }
+    entry.samples.push(...samples);
+  }
+
+  /** Whether any sample of a family (by its OpenMetrics name) has been added. */
+  has(family: string): boolean {
+    return (this.families.get(family)?.samples.length ?? 0) > 0;
+  }
+
   private addText(metric: MetricData, text: string): void {
     const lines = text.split("\n").filter((l) => l !== "");
     const type = lines.find((l) => l.startsWith("# TYPE "));

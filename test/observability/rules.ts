@@ -4,6 +4,10 @@ import { parse } from "yaml";
 
 export const ROOT = join(import.meta.dirname, "..", "..");
 export const ALERTS_DIR = join(ROOT, "alerts");
+/** selfheal's own alerts (they read selfheal_* metrics). */
+export const SELFHEAL_RULES_FILE = join(ALERTS_DIR, "selfheal.rules.yml");
+/** The Collector's health alerts (they read its otelcol_* metrics and `up`). */
+export const COLLECTOR_RULES_FILE = join(ALERTS_DIR, "collector.rules.yml");
 
 export interface AlertingRule {
   alert: string;
