@@ -2,6 +2,8 @@
  * selfheal with the Vercel AI SDK: heal an agent's tools and model calls in one line each, then
  * watch a rate limit recovered, an empty answer failed over to a second model, and a write
  * refused once an outage made the agent read-only. Mock models, no API key, no network.
+ * Runs with `ai` 6 or 7 installed (7 on Node 22+). AI SDK 7 opens no `ai.*` spans of its own
+ * (OpenTelemetry moved to @ai-sdk/otel): there selfheal's spans are the roots of the tree.
  * Run: npx tsx examples/ai-sdk.ts
  */
 import { context } from "@opentelemetry/api";
@@ -24,6 +26,7 @@ const exporter = new InMemorySpanExporter();
 const tracerProvider = new BasicTracerProvider({
   spanProcessors: [new SimpleSpanProcessor(exporter)],
 });
+// AI SDK 6 opens its spans on this tracer; AI SDK 7 ignores `tracer` (@ai-sdk/otel takes it).
 const telemetry = { isEnabled: true, tracer: tracerProvider.getTracer("ai") };
 
 // --- the setup ---------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ import {
   HttpResponseError,
   isHealthCheckFailedError,
   isSelfHealConfigError,
+  isToolTimeoutError,
   type SelfHealing,
 } from "../../src/index.js";
 import {
@@ -103,7 +104,7 @@ describe("selfheal/mcp over the in-memory transport", () => {
     expect(healed.getServerVersion()?.name).toBe("selfheal-fixture");
   });
 
-  it("read-only comes from readOnlyHint, else the readOnly option, else the tool is a write", async () => {
+  it("read-only comes from readOnlyHint (false included), else the readOnly option, else the tool is a write", async () => {
     const readOnlyOf = async (options: HealMcpOptions | undefined, tool: string) => {
       otel.reset();
       const { sh } = virtualInstance({ tracerProvider: otel.provider });
@@ -122,6 +123,12 @@ describe("selfheal/mcp over the in-memory transport", () => {
     ).toBe(true);
     // A server not trusted: its hints are ignored.
     expect(await readOnlyOf({ trustAnnotations: false }, "search_docs")).toBe(false);
+    // The server says it writes (readOnlyHint: false): naming it read-only does not make it one.
+    expect(await readOnlyOf({ readOnly: ["archive_ticket"] }, "archive_ticket")).toBe(false);
+    expect(await readOnlyOf({ readOnly: () => true }, "archive_ticket")).toBe(false);
+    expect(
+      await readOnlyOf({ trustAnnotations: false, readOnly: ["archive_ticket"] }, "archive_ticket"),
+    ).toBe(true);
   });
 
   it("an isError result that says 429 in words is diagnosed by its words and recovered by one quick retry", async () => {
@@ -340,6 +347,49 @@ describe("selfheal/mcp over the in-memory transport", () => {
       "network.transport": "memory",
       "selfheal.call.outcome": "success",
     });
+  });
+
+  it("spans: attach never writes on the application's span: two calls under one request span each open their own", async () => {
+    const { sh } = virtualInstance({ tracerProvider: otel.provider });
+    const { healed } = await inMemory(sh, { spans: "attach" });
+    const tracer = otel.provider.getTracer("app");
+
+    const request = tracer.startSpan("POST /chat");
+    await context.with(trace.setSpan(context.active(), request), async () => {
+      await healed.callTool({ name: "search_docs", arguments: { q: "a" } });
+      await healed.callTool({ name: "create_ticket", arguments: { title: "b" } });
+    });
+    request.end();
+
+    expect(tree(otel.spans())).toEqual([{ "POST /chat": ["agent.tool_call", "agent.tool_call"] }]);
+    expect(attributesOf("POST /chat")).toEqual({});
+    expect(otel.named("agent.tool_call").map((s) => s.attributes["gen_ai.tool.name"])).toEqual([
+      "search_docs",
+      "create_ticket",
+    ]);
+  });
+
+  it("spans: attach writes on an MCP span once: a second call under it, or a call of another tool, opens its own", async () => {
+    const { sh } = virtualInstance({ tracerProvider: otel.provider });
+    const { healed } = await inMemory(sh, { spans: "attach" });
+    const tracer = otel.provider.getTracer("other-mcp-instrumentation");
+
+    const owner = tracer.startSpan("tools/call search_docs");
+    await context.with(trace.setSpan(context.active(), owner), async () => {
+      await healed.callTool({ name: "search_docs", arguments: { q: "first" } });
+      await healed.callTool({ name: "search_docs", arguments: { q: "second" } });
+      await healed.callTool({ name: "create_ticket", arguments: { title: "t" } });
+    });
+    owner.end();
+
+    expect(tree(otel.spans())).toEqual([
+      { "tools/call search_docs": ["agent.tool_call", "agent.tool_call"] },
+    ]);
+    expect(attributesOf("tools/call search_docs")["selfheal.call.outcome"]).toBe("success");
+    expect(otel.named("agent.tool_call").map((s) => s.attributes["gen_ai.tool.name"])).toEqual([
+      "search_docs",
+      "create_ticket",
+    ]);
   });
 
   it("reads a tool's hint again after the server announces its list changed", async () => {
@@ -616,6 +666,7 @@ describe("selfheal/mcp: review findings", () => {
 
     expect(thrown).toBeInstanceOf(SdkError);
     expect((thrown as SdkError).code).toBe(SdkErrorCode.RequestTimeout);
+    expect(isToolTimeoutError((thrown as Error).cause)).toBe(true);
     expect(attributesOf("agent.tool_call")["error.type"]).toBe("ToolTimeoutError");
   });
 });

@@ -1,4 +1,3 @@
-import { wrapLanguageModel, type LanguageModelMiddleware } from "ai";
 import { SelfHealConfigError } from "../../errors.js";
 import type {
   CallContext,
@@ -11,12 +10,14 @@ import type {
 } from "../../index.js";
 import { checkModelOptions, checkModel, isModel, type HealModelOptions } from "./options.js";
 import { inFrameworkSpan, MODEL_SPANS } from "./spans.js";
-import { AI_SDK_PARTS, readParts, toReadableStream } from "./stream.js";
+import { AI_SDK_FAIL_ON_FINISH, AI_SDK_PARTS, readParts, toReadableStream } from "./stream.js";
 import type {
   ContentPart,
   GenerateResult,
-  LanguageModelV3,
+  HealedModel,
+  LanguageModel,
   ModelCallOptions,
+  SelfHealMiddleware,
   StreamPart,
   StreamResult,
 } from "./types.js";
@@ -28,12 +29,12 @@ class ModelCall {
 
   constructor(
     readonly params: ModelCallOptions,
-    readonly primary: LanguageModelV3,
-    readonly fallbacks: ReadonlyMap<string, LanguageModelV3>,
+    readonly primary: LanguageModel,
+    readonly fallbacks: ReadonlyMap<string, LanguageModel>,
   ) {}
 
   /** The model of the provider selfheal picked for this attempt (failover changes it). */
-  modelFor(provider: string | undefined): LanguageModelV3 {
+  modelFor(provider: string | undefined): LanguageModel {
     return (provider !== undefined && this.fallbacks.get(provider)) || this.primary;
   }
 
@@ -56,61 +57,80 @@ const registered = new WeakMap<SelfHealing, Map<string, Registration>>();
  * The models `healModel` made, by the registration they call: healing one again under the same
  * registration returns it (wrapping it again would nest two selfheal calls per model call).
  */
-const healedModels = new WeakMap<LanguageModelV3, Registration>();
+const healedModels = new WeakMap<LanguageModel, Registration>();
 
 /**
  * The model as a healed model: each `doGenerate` / `doStream` is a selfheal `llm` call (span,
  * health, empty-answer detection, diagnosis of `APICallError`s, recovery), failing over to
- * `fallback` models by provider. Set `maxRetries: 0` on generateText / streamText: selfheal
- * retries, and the SDK's own retries would run around it.
+ * `fallback` models by provider. A model of AI SDK 6 (`v3`) or 7 (`v4`): the healed model is of
+ * the same specification. Set `maxRetries: 0` on generateText / streamText: selfheal retries,
+ * and the SDK's own retries would run around it.
  */
-export function healModel(
+export function healModel<M extends LanguageModel>(
   sh: SelfHealing,
-  model: LanguageModelV3,
+  model: M,
   options?: HealModelOptions,
-): LanguageModelV3 {
+): HealedModel<M> {
   checkModel(model, "healModel(model)");
   const checked = checkModelOptions("healModel", options);
   const fallbacks = fallbackRoutes("healModel", checked);
   // Registered now, so a bad option or an undeclared provider fails here, not at the first call.
   const registration = register("healModel", sh, model, checked, fallbacks);
   if (healedModels.get(model) === registration) return model;
-  const healed = wrapLanguageModel({
-    model,
-    middleware: middleware(() => registration, fallbacks, checked),
-  });
+  const calls = modelCalls(() => registration, fallbacks, checked);
+  // What the SDK's wrapLanguageModel makes, without importing `ai` (6 or 7 may be installed).
+  const healed: LanguageModel = {
+    specificationVersion: model.specificationVersion,
+    provider: model.provider,
+    modelId: model.modelId,
+    get supportedUrls() {
+      return model.supportedUrls;
+    },
+    doGenerate: (params) => calls.generate(params, model),
+    doStream: (params) => calls.stream(params, model),
+  };
   healedModels.set(healed, registration);
+  // The healed model answers with the model's own results: the members the SDK calls keep M's types.
   return healed;
 }
 
 /**
- * The same as a middleware, to compose with others in `wrapLanguageModel`. The model it wraps
- * is the primary; it is registered at its first call.
+ * The same as a middleware, to compose with others in `wrapLanguageModel` (of `ai` 6 or 7). The
+ * model it wraps is the primary; it is registered at its first call.
  */
 export function selfHealMiddleware(
   sh: SelfHealing,
   options?: HealModelOptions,
-): LanguageModelMiddleware {
+): SelfHealMiddleware {
   const checked = checkModelOptions("selfHealMiddleware", options);
   const fallbacks = fallbackRoutes("selfHealMiddleware", checked);
-  const registrationFor = (model: LanguageModelV3) =>
+  const registrationFor = (model: LanguageModel) =>
     register("selfHealMiddleware", sh, model, checked, fallbacks);
-  return middleware(registrationFor, fallbacks, checked);
-}
-
-function middleware(
-  registrationFor: (model: LanguageModelV3) => Registration,
-  fallbacks: ReadonlyMap<string, LanguageModelV3>,
-  options: HealModelOptions,
-): LanguageModelMiddleware {
+  const calls = modelCalls(registrationFor, fallbacks, checked);
   return {
     specificationVersion: "v3",
-    wrapGenerate: ({ params, model }) => {
+    // The result is the model's own (the wrapped model's, or a fallback's of its specification).
+    wrapGenerate: ({ params, model }) => sameAs(calls.generate(params, model)),
+    wrapStream: ({ params, model }) => sameAs(calls.stream(params, model)),
+  };
+}
+
+/** A route's result, as the type of the wrapped model's own (a route is of its specification). */
+const sameAs = <R>(result: Promise<unknown>): Promise<R> => result as Promise<R>;
+
+/** What a healed model's `doGenerate` and `doStream` do, given the model they stand for. */
+function modelCalls(
+  registrationFor: (model: LanguageModel) => Registration,
+  fallbacks: ReadonlyMap<string, LanguageModel>,
+  options: HealModelOptions,
+) {
+  return {
+    generate: (params: ModelCallOptions, model: LanguageModel): Promise<GenerateResult> => {
       const { generate } = registrationFor(model);
       const call = new ModelCall(params, model, fallbacks);
       return inFrameworkSpan(options.spans, MODEL_SPANS, () => generate(call, callOptions(params)));
     },
-    wrapStream: async ({ params, model }) => {
+    stream: async (params: ModelCallOptions, model: LanguageModel): Promise<StreamResult> => {
       const { stream } = registrationFor(model);
       const call = new ModelCall(params, model, fallbacks);
       const healed = inFrameworkSpan(options.spans, MODEL_SPANS, () =>
@@ -143,8 +163,8 @@ function asList<T>(value: T | readonly T[] | undefined): readonly T[] {
 function fallbackRoutes(
   caller: string,
   options: HealModelOptions,
-): ReadonlyMap<string, LanguageModelV3> {
-  const routes = new Map<string, LanguageModelV3>();
+): ReadonlyMap<string, LanguageModel> {
+  const routes = new Map<string, LanguageModel>();
   asList(options.fallback).forEach((route, i) => {
     const { provider, model } = isModel(route) ? { provider: route.provider, model: route } : route;
     if (routes.has(provider)) {
@@ -162,9 +182,9 @@ function fallbackRoutes(
 function register(
   caller: string,
   sh: SelfHealing,
-  model: LanguageModelV3,
+  model: LanguageModel,
   options: HealModelOptions,
-  fallbacks: ReadonlyMap<string, LanguageModelV3>,
+  fallbacks: ReadonlyMap<string, LanguageModel>,
 ): Registration {
   const name = options.name ?? model.modelId;
   const primary = options.provider ?? model.provider;
@@ -174,6 +194,7 @@ function register(
       `provider "${primary}" is the primary's: give the fallback its own provider name ({ provider, model }), declared in recovery.providers`,
     );
   }
+  checkSameSpecification(caller, model, fallbacks);
   const providers = [primary, ...fallbacks.keys()];
   let byName = registered.get(sh);
   if (!byName) registered.set(sh, (byName = new Map<string, Registration>()));
@@ -192,6 +213,24 @@ function register(
   const registration = { providers, generate, stream };
   byName.set(name, registration);
   return registration;
+}
+
+/**
+ * Every route is of the primary's specification: the SDK hands the healed model a v3 or a v4
+ * call, and each route must take it as it is and answer in kind.
+ */
+function checkSameSpecification(
+  caller: string,
+  primary: LanguageModel,
+  fallbacks: ReadonlyMap<string, LanguageModel>,
+): void {
+  for (const [provider, model] of fallbacks) {
+    if (model.specificationVersion === primary.specificationVersion) continue;
+    throw new SelfHealConfigError(
+      `${caller}.options.fallback`,
+      `the fallback of provider "${provider}" (${model.modelId}) is a ${model.specificationVersion} model and the primary (${primary.modelId}) a ${primary.specificationVersion} one: give every route one specification (with AI SDK 7, wrapLanguageModel({ model, middleware: [] }) makes a v3 model a v4 one)`,
+    );
+  }
 }
 
 /** The selfheal name of a model's streamed calls: a health scope of their own. */
@@ -227,10 +266,10 @@ function modelStreamOptions(
   return {
     ...sharedOptions(options, providers),
     format: AI_SDK_PARTS,
+    failOnFinish: failOnFinish ?? AI_SDK_FAIL_ON_FINISH,
     ...(firstTokenMs !== undefined && { firstTokenMs }),
     ...(idleMs !== undefined && { idleMs }),
     ...(afterFirstToken !== undefined && { afterFirstToken }),
-    ...(failOnFinish !== undefined && { failOnFinish }),
   };
 }
 
@@ -265,16 +304,20 @@ async function generateOnce(call: ModelCall, ctx: CallContext): Promise<Generate
  * A fallback's answer names its model: the SDK reports `response.modelId`, else the wrapped
  * (primary) model's id, which would hide that another model answered.
  */
-function answeredBy(model: LanguageModelV3, result: GenerateResult): GenerateResult {
+function answeredBy(model: LanguageModel, result: GenerateResult): GenerateResult {
   if (result.response?.modelId !== undefined) return result;
   return { ...result, response: { ...result.response, modelId: model.modelId } };
 }
 
-/** An answer says something or calls a tool: text that is not blank, a tool call, a file. */
+/**
+ * An answer says something or calls a tool: text that is not blank, a tool call, a file. Not
+ * reasoning (v4's `reasoning-file` included), sources, provider-executed results, or v4's
+ * provider `custom` blocks.
+ */
 function isAnswer(part: ContentPart): boolean {
   switch (part.type) {
     case "text":
-      return part.text.trim() !== "";
+      return (part.text ?? "").trim() !== "";
     case "tool-call":
     case "tool-approval-request":
     case "file":

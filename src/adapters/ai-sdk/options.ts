@@ -10,7 +10,7 @@ import {
   show,
   type Plain,
 } from "../../engine/options/validate.js";
-import type { LanguageModelV3 } from "./types.js";
+import type { LanguageModel } from "./types.js";
 
 /**
  * selfheal options for one AI SDK tool, by tool name: those of `sh.tool` except what the
@@ -38,7 +38,7 @@ export interface HealToolsOptions {
 /** A model with the provider name it is declared under in `recovery.providers`. */
 export interface ModelRoute {
   provider: string;
-  model: LanguageModelV3;
+  model: LanguageModel;
 }
 
 export interface HealModelOptions {
@@ -50,7 +50,7 @@ export interface HealModelOptions {
    * Models to fail over to, in order. Each provider (the route's `provider`, else the model's
    * own `provider`) must be declared in `recovery.providers`, the primary's too.
    */
-  fallback?: LanguageModelV3 | ModelRoute | readonly (LanguageModelV3 | ModelRoute)[];
+  fallback?: LanguageModel | ModelRoute | readonly (LanguageModel | ModelRoute)[];
   /** Per attempt: a generate call, or a whole stream (default: none; streams have the limits below). */
   timeoutMs?: number;
   /** A stream with no token (text, reasoning, tool input) this long after it started fails over (default 20 s). */
@@ -64,7 +64,10 @@ export interface HealModelOptions {
    * `buffer` passes parts on only once the stream is complete.
    */
   afterFirstToken?: StreamMode;
-  /** Unified finish reasons that mean the answer is incomplete (default length, content-filter, error). */
+  /**
+   * Unified finish reasons that mean the answer is incomplete (default length, content-filter,
+   * error, and AI SDK 7's interrupted).
+   */
   failOnFinish?: readonly string[];
   /** Called when a `restart` stream starts its answer again: discard what you rendered. */
   onRestart?: (restart: StreamRestart) => void;
@@ -137,23 +140,26 @@ function checkToolOverrides(name: string, value: unknown, tools: Plain, field: s
   optionalFunction(o.cannedAnswer, `${field}.cannedAnswer`);
 }
 
-/** A LanguageModelV3 by shape (the SDK's own check is `specificationVersion`). */
-export function isModel(value: unknown): value is LanguageModelV3 {
-  const o = value as Partial<LanguageModelV3> | null;
+/** The model specifications healed: `v3` (AI SDK 6 providers), `v4` (AI SDK 7 providers). */
+const SPECIFICATIONS: readonly unknown[] = ["v3", "v4"];
+
+/** An AI SDK language model by shape (the SDK's own check is `specificationVersion`). */
+export function isModel(value: unknown): value is LanguageModel {
+  const o = value as Partial<LanguageModel> | null;
   return (
     typeof o === "object" &&
     o !== null &&
-    o.specificationVersion === "v3" &&
+    SPECIFICATIONS.includes(o.specificationVersion) &&
     typeof o.doGenerate === "function" &&
     typeof o.doStream === "function"
   );
 }
 
-export function checkModel(value: unknown, field: string): asserts value is LanguageModelV3 {
+export function checkModel(value: unknown, field: string): asserts value is LanguageModel {
   if (!isModel(value)) {
     throw new SelfHealConfigError(
       field,
-      `expected an AI SDK language model object (specificationVersion "v3", e.g. openai("gpt-4o")), got ${show(value)}`,
+      `expected an AI SDK language model object (specificationVersion "v3" or "v4", e.g. openai("gpt-4o")), got ${show(value)}`,
     );
   }
 }

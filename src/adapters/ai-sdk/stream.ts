@@ -5,43 +5,63 @@ import {
   type StreamFormat,
   type StreamRestart,
 } from "../../index.js";
+import { STREAM_DEFAULTS } from "../../engine/options/stream.js";
 import { AI_SDK_RESTART_TYPE } from "../../telemetry/conventions.js";
 import type { StreamPart } from "./types.js";
 
 const PROGRESS: ChunkInfo = Object.freeze({ token: true });
 const ANSWER: ChunkInfo = Object.freeze({ token: true, answer: true });
 
+type Delta = Extract<StreamPart, { delta: string }>;
+type Finish = Extract<StreamPart, { type: "finish" }>;
+type ErrorPart = Extract<StreamPart, { type: "error" }>;
+
 /**
- * The AI SDK's stream parts as selfheal reads them: text, reasoning and tool input are tokens
- * (reasoning alone is no answer), the `finish` part is the terminal signal with the unified
- * finish reason and output tokens, an `error` part is the provider's in-band failure.
+ * The AI SDK's stream parts (v3 and v4) as selfheal reads them: text, reasoning and tool input
+ * are tokens (reasoning alone is no answer; v4's `reasoning-file` is reasoning), the `finish`
+ * part is the terminal signal with the unified finish reason and output tokens, an `error` part
+ * is the provider's in-band failure. The rest (`stream-start`, `response-metadata`, `source`,
+ * `raw`, v4's `ping` heartbeats and provider `custom` blocks) is no token: it is held until one
+ * comes, though any part shows the stream is not silent.
  */
 export const AI_SDK_PARTS: StreamFormat<StreamPart> = {
   read(part: StreamPart): ChunkInfo | undefined {
     switch (part.type) {
-      case "text-delta":
-        return part.delta === "" ? undefined : part.delta.trim() === "" ? PROGRESS : ANSWER;
+      case "text-delta": {
+        const { delta } = part as Delta;
+        return delta === "" ? undefined : delta.trim() === "" ? PROGRESS : ANSWER;
+      }
       case "reasoning-delta":
-        return part.delta === "" ? undefined : PROGRESS;
+        return (part as Delta).delta === "" ? undefined : PROGRESS;
+      case "reasoning-file":
+        return PROGRESS;
       case "tool-input-start":
       case "tool-input-delta":
       case "tool-call":
       case "tool-approval-request":
       case "file":
         return ANSWER;
-      case "finish":
-        return {
-          finishReason: part.finishReason.unified,
-          outputTokens: part.usage.outputTokens.total,
-        };
+      case "finish": {
+        const { finishReason, usage } = part as Finish;
+        return { finishReason: finishReason.unified, outputTokens: usage.outputTokens.total };
+      }
       case "error":
-        return { error: part.error };
+        return { error: (part as ErrorPart).error };
       default:
         return undefined;
     }
   },
   completion: "finish",
 };
+
+/**
+ * The unified finish reasons that mean an AI SDK answer is incomplete, by default: those of any
+ * stream, and v4's `interrupted` (the provider's stream ended without a completion signal).
+ */
+export const AI_SDK_FAIL_ON_FINISH: readonly string[] = Object.freeze([
+  ...STREAM_DEFAULTS.failOnFinish,
+  "interrupted",
+]);
 
 /** The `raw` part a restart becomes when the caller asked for raw chunks (`includeRawChunks`). */
 export interface RestartRawValue {

@@ -1,4 +1,3 @@
-import type { ToolExecutionOptions, ToolSet } from "ai";
 import { SelfHealConfigError } from "../../errors.js";
 import type {
   CallContext,
@@ -10,9 +9,10 @@ import type {
 } from "../../index.js";
 import { checkToolsOptions, type AiSdkToolOptions, type HealToolsOptions } from "./options.js";
 import { inFrameworkSpan, TOOL_SPANS } from "./spans.js";
+import type { Tool, ToolCallOptions, ToolSet } from "./types.js";
 
-type AnyTool = ToolSet[string];
-type Execute = NonNullable<AnyTool["execute"]>;
+/** A tool's `execute` as the adapter calls it: the SDK's input and options, passed on. */
+type Execute = (input: unknown, options: ToolCallOptions) => unknown;
 
 /**
  * One execution as selfheal sees it: the input (all that a span may show, see `toJSON`), and the
@@ -23,8 +23,8 @@ class Execution {
   constructor(
     readonly input: unknown,
     readonly execute: Execute,
-    readonly owner: AnyTool,
-    readonly options: ToolExecutionOptions,
+    readonly owner: Tool,
+    readonly options: ToolCallOptions,
   ) {}
 
   /** `recordArguments` shows the input, not the conversation in `options.messages`. */
@@ -50,14 +50,14 @@ const registered = new WeakMap<SelfHealing, Map<string, Registration>>();
 const healedExecutes = new WeakMap<Execute, { sh: SelfHealing; registration: Registration }>();
 
 /** The selfheal call context of an execution, by the options object its `execute` received. */
-const contexts = new WeakMap<ToolExecutionOptions, CallContext>();
+const contexts = new WeakMap<ToolCallOptions, CallContext>();
 
 /**
  * The selfheal call context of this attempt, from inside a healed tool's `execute`: pass
  * `idempotencyKey` to the API a write calls, read `attempt`, `provider`, `mode`. Undefined when
  * the tool was not called through `healTools`.
  */
-export function callContextOf(options: ToolExecutionOptions): CallContext | undefined {
+export function callContextOf(options: ToolCallOptions): CallContext | undefined {
   return contexts.get(options);
 }
 
@@ -73,9 +73,9 @@ export function healTools<TOOLS extends ToolSet>(
   options?: HealToolsOptions,
 ): TOOLS {
   const checked = checkToolsOptions(tools, options);
-  const healed: Record<string, AnyTool> = {};
+  const healed: Record<string, Tool> = {};
   for (const [name, tool] of Object.entries(tools)) {
-    healed[name] = tool.execute ? healTool(sh, name, tool, tool.execute, checked) : tool;
+    healed[name] = tool.execute ? healTool(sh, name, tool, tool.execute as Execute, checked) : tool;
   }
   return healed as TOOLS;
 }
@@ -83,10 +83,10 @@ export function healTools<TOOLS extends ToolSet>(
 function healTool(
   sh: SelfHealing,
   name: string,
-  tool: AnyTool,
+  tool: Tool,
   execute: Execute,
   options: HealToolsOptions,
-): AnyTool {
+): Tool {
   const readOnly = isReadOnly(name, options.readOnly);
   const healed = healedExecutes.get(execute);
   if (healed?.sh === sh) {
@@ -94,12 +94,12 @@ function healTool(
     return tool;
   }
   const registration = register(sh, name, readOnly, options.tools?.[name], options.spans);
-  const healedExecute = (input: unknown, sdk: ToolExecutionOptions): Promise<unknown> =>
+  const healedExecute = (input: unknown, sdk: ToolCallOptions): Promise<unknown> =>
     inFrameworkSpan(options.spans, TOOL_SPANS, () =>
       registration.call(new Execution(input, execute, tool, sdk), callOptions(sdk)),
     );
   healedExecutes.set(healedExecute, { sh, registration });
-  return { ...tool, execute: healedExecute } as AnyTool;
+  return { ...tool, execute: healedExecute };
 }
 
 /** Read-only only when declared: an undeclared tool is a write (refused while critical). */
@@ -159,7 +159,7 @@ function toolOptions(
 }
 
 /** The SDK's abort signal and tool call id, as the call's options. */
-function callOptions(sdk: ToolExecutionOptions): CallOptions {
+function callOptions(sdk: ToolCallOptions): CallOptions {
   return {
     // A blank id (a provider that sends none) is left out: selfheal rejects an empty one.
     ...(sdk.toolCallId.trim() !== "" && { toolCallId: sdk.toolCallId }),
@@ -172,7 +172,7 @@ function callOptions(sdk: ToolExecutionOptions): CallOptions {
  * abort). A streaming tool (an async iterable) is read to its last value, its final output.
  */
 async function runExecution(e: Execution, ctx: CallContext): Promise<unknown> {
-  const options: ToolExecutionOptions = { ...e.options, abortSignal: ctx.signal };
+  const options: ToolCallOptions = { ...e.options, abortSignal: ctx.signal };
   contexts.set(options, ctx);
   const output: unknown = await e.execute.call(e.owner, e.input, options);
   return isAsyncIterable(output) ? lastOf(output, ctx.signal) : output;

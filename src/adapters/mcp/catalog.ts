@@ -1,11 +1,5 @@
-import {
-  ProtocolError,
-  SdkError,
-  SdkErrorCode,
-  type Client,
-  type ListToolsResult,
-  type Tool,
-} from "@modelcontextprotocol/client";
+import { isServerRefusal, notConnected } from "./errors.js";
+import type { McpClientShape, McpToolInfo } from "./types.js";
 
 const TOOLS_LIST_CHANGED = "notifications/tools/list_changed";
 
@@ -16,12 +10,12 @@ const TOOLS_LIST_CHANGED = "notifications/tools/list_changed";
  * `catalogOf`), however often the client is healed.
  */
 export class ToolCatalog {
-  private readonly tools = new Map<string, Tool>();
+  private readonly tools = new Map<string, McpToolInfo>();
   private listing: Promise<void> | undefined;
 
-  constructor(private readonly list: () => Promise<ListToolsResult>) {}
+  constructor(private readonly list: () => Promise<{ tools: readonly McpToolInfo[] }>) {}
 
-  remember(tools: readonly Tool[]): void {
+  remember(tools: readonly McpToolInfo[]): void {
     for (const tool of tools) this.tools.set(tool.name, tool);
   }
 
@@ -50,7 +44,7 @@ export class ToolCatalog {
           this.remember(result.tools);
         },
         (error: unknown) => {
-          if (!(error instanceof ProtocolError)) throw error;
+          if (!isServerRefusal(error)) throw error;
         },
       )
       .finally(() => {
@@ -60,11 +54,11 @@ export class ToolCatalog {
   }
 
   /**
-   * Forgets the list when the server announces a change. Through the client's fallback handler,
-   * so a handler the application set for this notification keeps working (and then the catalog
-   * refreshes on the next `listTools()` through the healed client).
+   * Forgets the list when the server announces a change. Through the client's fallback handler
+   * (both SDKs have it), so a handler the application set for this notification keeps working
+   * (and then the catalog refreshes on the next `listTools()` through the healed client).
    */
-  watch(client: Client): void {
+  watch(client: McpClientShape): void {
     const previous = client.fallbackNotificationHandler;
     client.fallbackNotificationHandler = async (notification) => {
       if (notification.method === TOOLS_LIST_CHANGED) this.forget();
@@ -74,18 +68,26 @@ export class ToolCatalog {
 }
 
 /** The catalogs by client: one list_changed watcher per client, not one per heal. */
-const catalogs = new WeakMap<Client, ToolCatalog>();
+const catalogs = new WeakMap<object, ToolCatalog>();
+
+/**
+ * Whether the client has yet to connect: no transport, or a transport whose handshake has not
+ * answered (no server capabilities yet, and no session resumed: a client resuming a session by
+ * its id skips the handshake). Before the handshake v2 answers an empty list (no tools
+ * capability yet): that is no answer about any tool.
+ */
+function notYetConnected(client: McpClientShape): boolean {
+  const transport = client.transport;
+  if (transport === undefined) return true;
+  return client.getServerCapabilities?.() === undefined && transport.sessionId === undefined;
+}
 
 /** The client's catalog, made (and its watcher installed) on the first heal. */
-export function catalogOf(client: Client): ToolCatalog {
+export function catalogOf(client: McpClientShape): ToolCatalog {
   let catalog = catalogs.get(client);
   if (!catalog) {
-    // Before the handshake the SDK answers an empty list (no tools capability yet): that
-    // is no answer about any tool.
     catalog = new ToolCatalog(() =>
-      client.getServerCapabilities() === undefined
-        ? Promise.reject(new SdkError(SdkErrorCode.NotConnected, "Not connected"))
-        : client.listTools(),
+      notYetConnected(client) ? Promise.reject(notConnected()) : client.listTools(),
     );
     catalog.watch(client);
     catalogs.set(client, catalog);

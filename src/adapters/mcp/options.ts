@@ -1,5 +1,4 @@
 import { SPAN_MODES } from "../../engine/options/tool.js";
-import type { CallToolRequest, CallToolResult } from "@modelcontextprotocol/client";
 import { SelfHealConfigError, type ToolOptions, type ToolSpanMode } from "../../index.js";
 import {
   knownKeys,
@@ -11,13 +10,11 @@ import {
   type Plain,
 } from "../../engine/options/validate.js";
 import type { RefusalMode } from "./errors.js";
-
-/** The arguments of one MCP tool call, as `client.callTool(params)` takes them. */
-export type McpToolCall = CallToolRequest["params"];
+import type { McpToolCall, McpToolResult } from "./types.js";
 
 /** selfheal's options for the MCP tools: all but what the adapter decides (readOnly, span). */
 export type McpToolOptions = Pick<
-  ToolOptions<McpToolCall, CallToolResult>,
+  ToolOptions<McpToolCall, McpToolResult>,
   | "timeoutMs"
   | "deadlineMs"
   | "idempotencyKey"
@@ -49,7 +46,10 @@ export interface HealMcpOptions {
   toolName?: (toolName: string) => string;
   /**
    * `attach` when another instrumentation already opens a span for each MCP call: selfheal's
-   * attributes go on it, with no second tool-call span. Default `child`.
+   * attributes go on it, with no second tool-call span. Only on a span that is that call's own
+   * (named `tools/call <tool>`, or with `mcp.method.name` `tools/call` and `gen_ai.tool.name`
+   * `<tool>`, and not attached to by an earlier call); under any other span the call opens its
+   * own, as with `child`. Default `child`.
    */
   spans?: ToolSpanMode;
   /**

@@ -1,41 +1,61 @@
 import { context, propagation, type Attributes } from "@opentelemetry/api";
 import {
-  InMemoryTransport,
-  SSEClientTransport,
-  StreamableHTTPClientTransport,
-  type Client,
-  type Transport,
-} from "@modelcontextprotocol/client";
-import {
   ATTR_MCP_METHOD_NAME,
   ATTR_MCP_PROTOCOL_VERSION,
   ATTR_MCP_SESSION_ID,
   ATTR_NETWORK_TRANSPORT,
   MCP_METHOD_TOOLS_CALL,
 } from "../../telemetry/conventions.js";
-import type { McpToolCall } from "./options.js";
+import type { McpClientShape, McpToolCall, McpTransportShape } from "./types.js";
+
+function has(value: object, key: string, type: "function" | "object"): boolean {
+  try {
+    const v = (value as Record<string, unknown>)[key];
+    return type === "function" ? typeof v === "function" : typeof v === "object" && v !== null;
+  } catch {
+    return false;
+  }
+}
 
 /**
- * `network.transport` of a client transport: `pipe` for stdio (told as the SDK tells it, by its
- * child process: no import of the Node-only stdio entry), `tcp` for HTTP, `memory` in process
- * (no convention value fits; "other values may be used").
+ * `network.transport` of a client transport, told by its shape as both SDKs build them (no
+ * import of either, nor of the Node-only stdio entry): `memory` in process (the in-memory
+ * transport's class makes linked pairs; no convention value fits, "other values may be used"),
+ * `pipe` for stdio (a child process: `pid` and `stderr`), `tcp` for HTTP (Streamable HTTP and
+ * SSE complete OAuth with `finishAuth`) and other URL transports (1.x WebSocket).
  */
-function networkTransport(transport: Transport | undefined): string | undefined {
-  if (transport === undefined) return undefined;
-  if (transport instanceof InMemoryTransport) return "memory";
+function networkTransport(transport: McpTransportShape | undefined): string | undefined {
+  if (typeof transport !== "object") return undefined;
+  const ctor = (transport as { constructor?: unknown }).constructor;
+  if (typeof ctor === "function" && has(ctor, "createLinkedPair", "function")) return "memory";
   if ("stderr" in transport && "pid" in transport) return "pipe";
-  if (transport instanceof StreamableHTTPClientTransport) return "tcp";
-  // eslint-disable-next-line @typescript-eslint/no-deprecated -- servers still serve it; only recognised here
-  if (transport instanceof SSEClientTransport) return "tcp";
+  if (has(transport, "finishAuth", "function") || has(transport, "terminateSession", "function"))
+    return "tcp";
+  if ((transport as { _url?: unknown })._url instanceof URL) return "tcp";
   return undefined;
 }
 
-/** The MCP attributes of a tool call on this client's connection, as known now. */
-export function connectionAttributes(client: Client): Attributes {
+function readString(read: () => unknown): string | undefined {
+  try {
+    const value = read();
+    return typeof value === "string" ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The MCP attributes of a tool call on this client's connection, as known now. The protocol
+ * version is the client's (v2: `getNegotiatedProtocolVersion()`), else its transport's (1.x
+ * HTTP transports keep it; 1.x over stdio or in memory tells it nowhere, so it is left out).
+ */
+export function connectionAttributes(client: McpClientShape): Attributes {
   const attributes: Attributes = { [ATTR_MCP_METHOD_NAME]: MCP_METHOD_TOOLS_CALL };
   const transport = client.transport;
-  const session = transport?.sessionId;
-  const version = client.getNegotiatedProtocolVersion();
+  const session = readString(() => transport?.sessionId);
+  const version =
+    readString(() => client.getNegotiatedProtocolVersion?.()) ??
+    readString(() => transport?.protocolVersion);
   const network = networkTransport(transport);
   if (session !== undefined) attributes[ATTR_MCP_SESSION_ID] = session;
   if (version !== undefined) attributes[ATTR_MCP_PROTOCOL_VERSION] = version;
