@@ -34,7 +34,7 @@ export interface ReadFleetOptions {
   /** An ioredis client (neither connected nor quit here)... */
   client?: Redis;
   /** ...or a URL: one connection, one attempt, closed when read. */
-  url?: string;
+  url?: string | undefined;
   prefix?: string;
   /** One agent only (default: every agent that wrote under the prefix). */
   agent?: string;

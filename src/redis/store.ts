@@ -26,7 +26,7 @@ export interface RedisStoreOptions {
   /** An ioredis client (6.x) or Cluster; the store neither connects nor quits it. */
   client?: Redis | Cluster;
   /** Or a URL (`redis://host:6379/0`): the store makes its own client and quits it on close. */
-  url?: string;
+  url?: string | undefined;
   /** Namespace of every key (default `selfheal`): letters, digits, `_`, `.`, `-`. */
   prefix?: string;
   /** Window sizes: every worker of a fleet must use the same (defaults as the memory store). */

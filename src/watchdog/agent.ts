@@ -138,9 +138,9 @@ export async function readAck(stateDir: string, sessionId: string): Promise<numb
 
 export interface SupervisedOptions {
   /** Default: `SELFHEAL_STATE_DIR` (set by `selfheal watch`). */
-  stateDir?: string;
+  stateDir?: string | undefined;
   /** Default: `SELFHEAL_SESSION_ID`, else "agent". */
-  sessionId?: string;
+  sessionId?: string | undefined;
   /** Heartbeat throttle, ms (default 1000). */
   minIntervalMs?: number;
   /** How often the inbox is read, ms (default 500). */

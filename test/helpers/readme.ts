@@ -35,3 +35,40 @@ export function readmeTable(firstColumn: string): string[][] {
   }
   return rows;
 }
+
+export interface ReadmeBlock {
+  /** The heading (any level from 2 to 4) the block sits under. */
+  heading: string;
+  /** 1 for the first block of this language under that heading, 2 for the next... */
+  index: number;
+  /** The 1-based line of its opening fence. */
+  line: number;
+  code: string;
+}
+
+/** Every fenced block of `language` (```ts: "ts"), in order; headings inside fences ignored. */
+export function readmeBlocks(language: string): ReadmeBlock[] {
+  const lines = README.split("\n");
+  const blocks: ReadmeBlock[] = [];
+  let heading = "";
+  let count = 0;
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i] ?? "";
+    if (/^#{2,4} /.test(line)) {
+      heading = line.replace(/^#+ /, "");
+      count = 0;
+    } else if (line.startsWith("```")) {
+      const end = lines.findIndex((l, j) => j > i && l.startsWith("```"));
+      if (end < 0) throw new Error(`README line ${i + 1}: a fence that is never closed`);
+      if (line.slice(3).trim() === language)
+        blocks.push({
+          heading,
+          index: ++count,
+          line: i + 1,
+          code: lines.slice(i + 1, end).join("\n"),
+        });
+      i = end;
+    }
+  }
+  return blocks;
+}

@@ -2,11 +2,13 @@
  * The package as a user gets it: `npm pack` (of the built dist/: `npm test` builds it first),
  * installed into scratch projects, one CommonJS and one ESM TypeScript project
  * (`module`/`moduleResolution` nodenext), each type-checked with this repository's TypeScript
- * and running the README's quick start against a local HTTP server. Installing needs the npm
- * registry (for `@opentelemetry/api`): without it the suite is skipped with a notice locally and
- * fails under `CI=true`.
+ * and running the README's quick start against a local HTTP server. Then every ```ts snippet of
+ * the README is type-checked (`strict`) in a CommonJS and an ESM project that install the
+ * tarball with the frameworks of `FRAMEWORKS` (./snippets.ts), once per version listed there.
+ * Installing needs the npm registry (for `@opentelemetry/api`): without it the suite is skipped
+ * with a notice locally and fails under `CI=true`.
  */
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -15,6 +17,8 @@ import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readmeBlock } from "../helpers/readme.js";
+import { FRAMEWORKS, PRELUDES, rounds, snippetFile, snippets, type Round } from "./snippets.js";
+import { typeCheck } from "./typecheck.js";
 
 const run = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, "../..");
@@ -78,6 +82,31 @@ function project(name: string, type: "module" | "commonjs", files: Record<string
 
 let tarball = "";
 
+/** The npm install of each round of FRAMEWORKS, started as soon as the tarball is packed. */
+const roundInstalls = new Map<number, Promise<{ dir: string } | { error: unknown }>>();
+
+/** A directory of its own (own node_modules) with the tarball and `specs` installed. */
+async function installRound(round: Round): Promise<string> {
+  const dir = join(work, `round-${round.index}`);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "scratch", private: true }));
+  await sh(
+    "npm",
+    [
+      "install",
+      "--no-audit",
+      "--no-fund",
+      "--prefer-offline",
+      "--loglevel=error",
+      tarball,
+      ...round.specs,
+    ],
+    dir,
+    300_000,
+  );
+  return dir;
+}
+
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), "selfheal-install-"));
   server = createServer((req, res) => {
@@ -97,6 +126,16 @@ beforeAll(async () => {
   if (!packed) throw new Error("npm pack printed nothing");
   tarball = join(work, packed.filename);
   writeFileSync(join(work, "files.json"), JSON.stringify(packed.files.map((f) => f.path)));
+
+  // The frameworks' installs run meanwhile; a round's test waits for its own (and reports its
+  // failure there, unless the registry is unreachable).
+  for (const round of rounds()) {
+    const install = installRound(round).then(
+      (dir) => ({ dir }),
+      (error: unknown) => ({ error }),
+    );
+    roundInstalls.set(round.index, install);
+  }
 
   // One install, shared: node_modules at the root of `work` serves every project below it.
   writeFileSync(join(work, "package.json"), JSON.stringify({ name: "scratch", private: true }));
@@ -118,10 +157,15 @@ beforeAll(async () => {
   }
 }, 120_000);
 
-afterAll(() => {
+afterAll(async () => {
   server?.close();
-  if (work) rmSync(work, { recursive: true, force: true });
-});
+  await Promise.all(roundInstalls.values()); // never rejects; an install still running is waited
+  if (!work) return;
+  // The frameworks' node_modules are some 30 000 files: a detached process deletes them, so the
+  // suite does not wait on it (up to a minute on a loaded machine).
+  const rm = `require("node:fs").rmSync(${JSON.stringify(work)}, { recursive: true, force: true })`;
+  spawn(process.execPath, ["-e", rm], { detached: true, stdio: "ignore" }).unref();
+}, 300_000);
 
 describe("the packed tarball", () => {
   it("ships dist, the sources its maps point at, README and LICENSE; no tests", () => {
@@ -226,4 +270,93 @@ try {
       /npm i @opentelemetry\/sdk-trace-node .*@opentelemetry\/exporter-prometheus/,
     );
   }, 30_000);
+});
+
+/** A project of one kind in `dir` (below a round's install): the snippets as files, strict. */
+function snippetProject(dir: string, kind: "esm" | "cjs", round: Round) {
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const type = kind === "esm" ? "module" : "commonjs";
+  writeFileSync(join(dir, "package.json"), JSON.stringify({ name: `snippets-${kind}`, type }));
+  const compilerOptions = {
+    target: "ES2022",
+    lib: ["ES2023"],
+    module: "nodenext",
+    moduleResolution: "nodenext",
+    strict: true,
+    skipLibCheck: false,
+    noEmit: true,
+    typeRoots: [TYPE_ROOTS],
+    types: ["node"],
+  };
+  writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({ compilerOptions, include: ["*.ts"] }));
+  const checked = snippets().filter(
+    (s) => round.index === 0 || s.packages.some((p) => round.changed.includes(p)),
+  );
+  for (const snippet of checked)
+    writeFileSync(join(dir, `readme-line-${snippet.block.line}.ts`), snippetFile(snippet, kind));
+  return checked.map((s) => s.key);
+}
+
+describe("README snippets, type-checked as a user's code (strict, CommonJS and ESM)", () => {
+  it("every ts block of the README has a prelude, and every package a snippet needs a version", () => {
+    const all = snippets(); // throws for a block without an entry in PRELUDES
+    expect(all.map((s) => s.key).sort()).toEqual(Object.keys(PRELUDES).sort());
+    const pinned = FRAMEWORKS.map((f) => f.name);
+    for (const snippet of all)
+      for (const name of snippet.packages)
+        expect(pinned, `${snippet.key}: ${name}`).toContain(name);
+  });
+
+  it("the first version of each framework is the one this repository's tests use", () => {
+    for (const { name, versions } of FRAMEWORKS) {
+      const installed = JSON.parse(
+        readFileSync(join(ROOT, "node_modules", name, "package.json"), "utf8"),
+      ) as { version: string };
+      expect(versions[0], name).toBe(installed.version);
+    }
+  });
+
+  for (const round of rounds()) {
+    const label =
+      round.index === 0
+        ? round.specs.join(", ")
+        : `with ${round.changed.map((n) => round.specs.find((s) => s.startsWith(`${n}@`))).join(", ")}`;
+    it(`round ${round.index} (${label}): every snippet it concerns type-checks, as CommonJS and as ESM`, async (ctx) => {
+      if (unavailable) ctx.skip(unavailable);
+      const installed = await roundInstalls.get(round.index);
+      if (!installed) throw new Error(`round ${round.index} was not installed`);
+      if ("error" in installed) throw installed.error;
+      const checked = snippetProject(join(installed.dir, "esm"), "esm", round);
+      snippetProject(join(installed.dir, "cjs"), "cjs", round);
+      expect(checked.length).toBeGreaterThan(0);
+      // Both kinds, then one assertion: a failure shows every error of both.
+      const errors = {
+        esm: typeCheck(join(installed.dir, "esm")),
+        cjs: typeCheck(join(installed.dir, "cjs")),
+      };
+      expect(errors).toEqual({ esm: [], cjs: [] });
+      if (round.index > 0) return;
+      // require() of every entry, frameworks installed: the .cjs beside each entry, whose
+      // exports are the ESM module's namespace (the very object import() gives).
+      const { exports } = JSON.parse(
+        readFileSync(join(installed.dir, "node_modules/selfheal/package.json"), "utf8"),
+      ) as { exports: Record<string, unknown> };
+      const entries = Object.keys(exports)
+        .filter((e) => !e.includes("*") && !e.endsWith(".json"))
+        .map((e) => e.replace(/^\./, "selfheal"));
+      writeFileSync(
+        join(installed.dir, "cjs", "require.js"),
+        `(async () => {
+  for (const entry of ${JSON.stringify(entries)}) {
+    const required = require(entry);
+    console.log(entry, required === (await import(entry)), Object.keys(required).length > 0);
+  }
+})();
+`,
+      );
+      const { stdout } = await sh(process.execPath, ["require.js"], join(installed.dir, "cjs"));
+      expect(stdout.trim().split("\n")).toEqual(entries.map((e) => `${e} true true`));
+    }, 300_000);
+  }
 });
