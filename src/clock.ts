@@ -29,14 +29,38 @@ const monotonic = performance.now.bind(performance);
 /**
  * Node.js runs a timer of at most 2^31-1 ms; a longer one fires after 1 ms instead. Options are
  * refused past it, and delays derived from them (a doubled timeout, a default deadline of 3 x
- * the timeout) are cut to it here, so they fire late rather than at once.
+ * the timeout) are armed in pieces of at most it, so they fire late rather than at once.
  */
 const LONGEST_TIMER_MS = 2 ** 31 - 1;
 const timerMs = (ms: number): number => Math.min(ms, LONGEST_TIMER_MS);
 
+const hiResNow = (): number => timeOrigin + monotonic();
+
+/**
+ * Runs `callback` once `hiResNow()` has moved `ms` on. Node fires a timer by the event loop's
+ * whole-millisecond time, up to 1 ms before a sub-millisecond clock has moved `ms`; a caller that
+ * waited out a cooldown must find it over, so an early timer waits out the rest. Returns a cancel.
+ */
+function after(ms: number, callback: () => void, unref: boolean): () => void {
+  const due = hiResNow() + ms;
+  let timer: ReturnType<typeof setTimeout>;
+  const arm = (delay: number): void => {
+    timer = setTimeout(() => {
+      const left = due - hiResNow();
+      if (left > 0) arm(Math.ceil(left));
+      else callback();
+    }, timerMs(delay));
+    if (unref) timer.unref();
+  };
+  arm(ms);
+  return () => {
+    clearTimeout(timer);
+  };
+}
+
 /** Wall-clock time with sub-millisecond resolution, and real timers. */
 export const systemClock: Clock = {
-  now: () => timeOrigin + monotonic(),
+  now: hiResNow,
   sleep(ms, signal) {
     return new Promise<void>((resolve, reject) => {
       if (signal?.aborted) {
@@ -44,22 +68,22 @@ export const systemClock: Clock = {
         return;
       }
       const onAbort = () => {
-        clearTimeout(timer);
+        cancel();
         reject(abortReason(signal as AbortSignal));
       };
-      const timer = setTimeout(() => {
-        signal?.removeEventListener("abort", onAbort);
-        resolve();
-      }, timerMs(ms));
+      const cancel = after(
+        ms,
+        () => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve();
+        },
+        false,
+      );
       signal?.addEventListener("abort", onAbort, { once: true });
     });
   },
   setTimer(ms, callback, options) {
-    const timer = setTimeout(callback, timerMs(ms));
-    if (options?.unref) timer.unref();
-    return () => {
-      clearTimeout(timer);
-    };
+    return after(ms, callback, options?.unref === true);
   },
 };
 

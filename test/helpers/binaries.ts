@@ -36,16 +36,25 @@ export function haveAll(suite: string, missing: string[], install: string): bool
   return false;
 }
 
-/** A port nothing listens on right now. */
+/** Ports this process handed out: the kernel may give the same ephemeral port to two probes in a row. */
+const handedOut = new Set<number>();
+
+/** A port nothing listens on right now, never the same one twice in this process. */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer()
-      .once("error", reject)
-      .listen(0, "127.0.0.1", () => {
-        const { port } = probe.address() as { port: number };
-        probe.close(() => {
-          resolve(port);
+  for (;;) {
+    const port = await new Promise<number>((resolve, reject) => {
+      const probe = createServer()
+        .once("error", reject)
+        .listen(0, "127.0.0.1", () => {
+          const { port } = probe.address() as { port: number };
+          probe.close(() => {
+            resolve(port);
+          });
         });
-      });
-  });
+    });
+    if (!handedOut.has(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
 }

@@ -131,19 +131,6 @@ function killOnExit(child: ChildProcess): void {
   });
 }
 
-/** A free port whose neighbour is not needed: the cluster bus gets its own free port. */
-async function twoFreePorts(taken: Set<number>): Promise<[number, number]> {
-  for (;;) {
-    const a = await freePort();
-    const b = await freePort();
-    if (a !== b && !taken.has(a) && !taken.has(b)) {
-      taken.add(a);
-      taken.add(b);
-      return [a, b];
-    }
-  }
-}
-
 function launchNode(
   binary: string,
   dir: string,
@@ -390,9 +377,9 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Runnin
   };
 
   try {
-    const taken = new Set<number>();
     for (let i = 0; i < masters * (1 + replicas); i++) {
-      const [port, busPort] = await twoFreePorts(taken);
+      // The cluster bus gets its own free port rather than port + 10000.
+      const [port, busPort] = [await freePort(), await freePort()];
       processes.set(port, launchNode(binary, dir, port, busPort, nodeTimeoutMs));
     }
     // Every node answers PING before the cluster is created.
