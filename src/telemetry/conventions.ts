@@ -57,6 +57,13 @@ export const GEN_AI_LLM_OPERATIONS: readonly string[] = [
   "text_completion",
   "generate_content",
 ];
+/**
+ * A span's name under the GenAI conventions: `{gen_ai.operation.name} {target}`, the target being
+ * the tool (`execute_tool search_docs`) or the model (`chat gpt-4o`). AI SDK 7's `@ai-sdk/otel`
+ * names its spans so.
+ */
+export const genAiSpanName = (operation: string, target: string): string =>
+  `${operation} ${target}`;
 /** `error.type` value when the thrown value has no class name worth reporting. */
 export const ERROR_TYPE_OTHER = "_OTHER";
 

@@ -9,7 +9,7 @@ import type {
   WrappedTool,
 } from "../../index.js";
 import { checkModelOptions, checkModel, isModel, type HealModelOptions } from "./options.js";
-import { inFrameworkSpan, MODEL_SPANS } from "./spans.js";
+import { inFrameworkSpan, modelSpans } from "./spans.js";
 import { AI_SDK_FAIL_ON_FINISH, AI_SDK_PARTS, readParts, toReadableStream } from "./stream.js";
 import type {
   ContentPart,
@@ -128,12 +128,14 @@ function modelCalls(
     generate: (params: ModelCallOptions, model: LanguageModel): Promise<GenerateResult> => {
       const { generate } = registrationFor(model);
       const call = new ModelCall(params, model, fallbacks);
-      return inFrameworkSpan(options.spans, MODEL_SPANS, () => generate(call, callOptions(params)));
+      return inFrameworkSpan(options.spans, modelSpans(model.modelId), () =>
+        generate(call, callOptions(params)),
+      );
     },
     stream: async (params: ModelCallOptions, model: LanguageModel): Promise<StreamResult> => {
       const { stream } = registrationFor(model);
       const call = new ModelCall(params, model, fallbacks);
-      const healed = inFrameworkSpan(options.spans, MODEL_SPANS, () =>
+      const healed = inFrameworkSpan(options.spans, modelSpans(model.modelId), () =>
         stream(call, callOptions(params)),
       );
       // Wait for the first part (a failure before it rejects here, as doStream would): then the

@@ -28,9 +28,10 @@ export interface HealToolsOptions {
   /** selfheal options per tool name (timeoutMs, plans, idempotencyKey, providers, ...). */
   tools?: Readonly<Record<string, AiSdkToolOptions>>;
   /**
-   * `child` (default): each call is a tool-call span under the active one (the AI
-   * SDK's `ai.toolCall` when its telemetry is on). `attach`: selfheal writes on `ai.toolCall`
-   * instead, with no second span; with the SDK's telemetry off, `attach` acts as `child`.
+   * `child` (default): each call is a tool-call span under the active one (the AI SDK's
+   * `ai.toolCall` when its telemetry is on; AI SDK 7's `execute_tool {name}` with `@ai-sdk/otel`).
+   * `attach`: selfheal writes on that span instead, with no second span; with the SDK's telemetry
+   * off, `attach` acts as `child`.
    */
   spans?: ToolSpanMode;
 }
@@ -75,7 +76,10 @@ export interface HealModelOptions {
   deadlineMs?: number;
   /** Recovery chains by pattern for this model. */
   plans?: Plans;
-  /** As in `healTools`: `attach` writes on the SDK's `ai.*.doGenerate` / `doStream` span. */
+  /**
+   * As in `healTools`: `attach` writes on the SDK's `ai.*.doGenerate` / `doStream` span (AI SDK
+   * 7 with `@ai-sdk/otel`: `chat {modelId}`).
+   */
   spans?: ToolSpanMode;
 }
 

@@ -1,11 +1,30 @@
 import { context, trace } from "@opentelemetry/api";
 import type { ToolSpanMode } from "../../index.js";
-import { AI_SDK_MODEL_CALL_SPANS, AI_SDK_SPAN_TOOL_CALL } from "../../telemetry/conventions.js";
+import {
+  AI_SDK_MODEL_CALL_SPANS,
+  AI_SDK_SPAN_TOOL_CALL,
+  GEN_AI_LLM_OPERATIONS,
+  GEN_AI_OPERATION_EXECUTE_TOOL,
+  genAiSpanName,
+} from "../../telemetry/conventions.js";
 
-/** The AI SDK's span around a tool's `execute` (only there when its telemetry is on). */
-export const TOOL_SPANS: readonly string[] = [AI_SDK_SPAN_TOOL_CALL];
-/** The AI SDK's spans around a model call. */
-export const MODEL_SPANS: readonly string[] = AI_SDK_MODEL_CALL_SPANS;
+/**
+ * The AI SDK's span around the execution of tool `name`, when its telemetry is on: AI SDK 6's
+ * `ai.toolCall`, or AI SDK 7's with `@ai-sdk/otel` registered, `execute_tool {name}`.
+ */
+export const toolSpans = (name: string): readonly string[] => [
+  AI_SDK_SPAN_TOOL_CALL,
+  genAiSpanName(GEN_AI_OPERATION_EXECUTE_TOOL, name),
+];
+
+/**
+ * The AI SDK's spans around a call of model `modelId`: AI SDK 6's `ai.*.doGenerate` / `doStream`,
+ * or `@ai-sdk/otel`'s `chat {modelId}` (AI SDK 7).
+ */
+export const modelSpans = (modelId: string): readonly string[] => [
+  ...AI_SDK_MODEL_CALL_SPANS,
+  ...GEN_AI_LLM_OPERATIONS.map((operation) => genAiSpanName(operation, modelId)),
+];
 
 /**
  * Runs `start` (a selfheal call) so that `attach` writes on the AI SDK's own span and nowhere

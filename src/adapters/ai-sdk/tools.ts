@@ -8,7 +8,7 @@ import type {
   WrappedTool,
 } from "../../index.js";
 import { checkToolsOptions, type AiSdkToolOptions, type HealToolsOptions } from "./options.js";
-import { inFrameworkSpan, TOOL_SPANS } from "./spans.js";
+import { inFrameworkSpan, toolSpans } from "./spans.js";
 import type { Tool, ToolCallOptions, ToolSet } from "./types.js";
 
 /** A tool's `execute` as the adapter calls it: the SDK's input and options, passed on. */
@@ -94,8 +94,9 @@ function healTool(
     return tool;
   }
   const registration = register(sh, name, readOnly, options.tools?.[name], options.spans);
+  const sdkSpans = toolSpans(name);
   const healedExecute = (input: unknown, sdk: ToolCallOptions): Promise<unknown> =>
-    inFrameworkSpan(options.spans, TOOL_SPANS, () =>
+    inFrameworkSpan(options.spans, sdkSpans, () =>
       registration.call(new Execution(input, execute, tool, sdk), callOptions(sdk)),
     );
   healedExecutes.set(healedExecute, { sh, registration });
