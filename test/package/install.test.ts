@@ -3,8 +3,9 @@
  * installed into scratch projects, one CommonJS and one ESM TypeScript project
  * (`module`/`moduleResolution` nodenext), each type-checked with this repository's TypeScript
  * and running the README's quick start against a local HTTP server. Then every ```ts snippet of
- * the README is type-checked (`strict`) in a CommonJS and an ESM project that install the
- * tarball with the frameworks of `FRAMEWORKS` (./snippets.ts), once per version listed there.
+ * the documentation (README.md, CONTRIBUTING.md, docs/) is type-checked (`strict`) in an ESM and a
+ * CommonJS project that install the tarball with the frameworks of `FRAMEWORKS` (./snippets.ts),
+ * once per version listed there; which snippet is checked as which kind: ./snippets.ts.
  * Installing needs the npm registry (for `@opentelemetry/api`): without it the suite is skipped
  * with a notice locally and fails under `CI=true`.
  */
@@ -16,8 +17,18 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readmeBlock } from "../helpers/readme.js";
-import { FRAMEWORKS, PRELUDES, rounds, snippetFile, snippets, type Round } from "./snippets.js";
+import { doc } from "../helpers/readme.js";
+import {
+  checkedAs,
+  docBlocks,
+  FRAMEWORKS,
+  PRELUDES,
+  rounds,
+  snippetFile,
+  snippetFileName,
+  snippets,
+  type Round,
+} from "./snippets.js";
 import { typeCheck } from "./typecheck.js";
 
 const run = promisify(execFile);
@@ -37,7 +48,7 @@ async function sh(cmd: string, args: string[], cwd: string, timeout = 60_000) {
 
 /** The README's quick start, split into its import lines and its body. */
 function quickStart(): { imports: string; body: string } {
-  const lines = readmeBlock("Quick start").split("\n");
+  const lines = doc("README.md").block("Quick start").split("\n");
   const imports = lines.filter((l) => l.startsWith("import "));
   const body = lines.filter((l) => !l.startsWith("import "));
   return { imports: imports.join("\n"), body: body.join("\n") };
@@ -222,7 +233,7 @@ console.log([typeof core.createSelfHealing, typeof testing.FailureInjector, type
     const dir = project("esm", "module", {
       "tsconfig.json": TSCONFIG("nodenext"),
       "quickstart.ts": `${imports}\n${PRELUDE}\n${body}\nawait sh.close();\n`,
-      "testing.ts": readmeBlock("Testing your agent: `selfheal/testing`"),
+      "testing.ts": doc("docs/testing.md").block("Example"),
     });
     await sh(process.execPath, [TSC, "-p", "."], dir);
     const before = seen.length;
@@ -290,18 +301,28 @@ function snippetProject(dir: string, kind: "esm" | "cjs", round: Round) {
     types: ["node"],
   };
   writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({ compilerOptions, include: ["*.ts"] }));
-  const checked = snippets().filter(
+  const checked = checkedAs(snippets(), kind).filter(
     (s) => round.index === 0 || s.packages.some((p) => round.changed.includes(p)),
   );
   for (const snippet of checked)
-    writeFileSync(join(dir, `readme-line-${snippet.block.line}.ts`), snippetFile(snippet, kind));
+    writeFileSync(join(dir, snippetFileName(snippet)), snippetFile(snippet, kind));
   return checked.map((s) => s.key);
 }
 
-describe("README snippets, type-checked as a user's code (strict, CommonJS and ESM)", () => {
-  it("every ts block of the README has a prelude, and every package a snippet needs a version", () => {
-    const all = snippets(); // throws for a block without an entry in PRELUDES
-    expect(all.map((s) => s.key).sort()).toEqual(Object.keys(PRELUDES).sort());
+describe("the documentation's snippets, type-checked as a user's code (strict, ESM and CommonJS)", () => {
+  it("every ts block is a snippet, every prelude names one, every package a snippet needs has a version", () => {
+    const all = snippets(); // throws for a prelude that breaks its rules
+    expect(all.length).toBe(docBlocks().length);
+    expect(new Set(all.map((s) => s.key)).size, "two blocks with one key").toBe(all.length);
+    const keys = all.map((s) => s.key);
+    expect(
+      Object.keys(PRELUDES).filter((k) => !keys.includes(k)),
+      "preludes of no block",
+    ).toEqual([]);
+    // Each kind has its snippets: a `// CommonJS` one, ESM ones with and without top-level await.
+    expect(all.some((s) => s.commonJs)).toBe(true);
+    expect(all.some((s) => s.esm && s.topLevelAwait)).toBe(true);
+    expect(all.some((s) => s.esm && !s.topLevelAwait)).toBe(true);
     const pinned = FRAMEWORKS.map((f) => f.name);
     for (const snippet of all)
       for (const name of snippet.packages)

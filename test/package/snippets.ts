@@ -1,8 +1,11 @@
 /**
- * The README's TypeScript snippets as the package test type-checks them: which frameworks (and
- * which versions) they are checked against, and what each snippet leaves to the reader.
+ * The documentation's TypeScript snippets as the package test type-checks them: every ```ts (or
+ * ```typescript) block of README.md, CONTRIBUTING.md and every page under docs/, which frameworks
+ * (and which versions) they are checked against, what each leaves to the reader, and as which kind of
+ * module (ESM, CommonJS) each is checked.
  */
-import { readmeBlocks, type ReadmeBlock } from "../helpers/readme.js";
+import ts from "typescript";
+import { doc, docFiles, type DocBlock } from "../helpers/readme.js";
 
 /**
  * The frameworks and peers the snippets import, and the versions each is checked with. The
@@ -29,32 +32,33 @@ export const FRAMEWORKS: readonly { name: string; versions: readonly string[] }[
 ];
 
 /**
- * What a snippet leaves to the reader, written before it: `imports` (the snippet's own import
- * lines follow them) and `declarations` (after the imports). `needs`: packages the snippet does
- * not import but whose types selfheal's declarations name (installed with it).
+ * What a snippet leaves to the reader (your model, your tools, a URL), declared for it before its
+ * own code: `declarations`, whose imports may only be namespace imports named `__...`
+ * (`import * as __ai from "ai";`), so that they never stand in for an import the snippet lacks:
+ * a snippet carries every import it uses. `needs`: packages the snippet does not import but
+ * whose types selfheal's declarations name (installed with it).
  */
 export interface Prelude {
-  imports?: string;
   declarations?: string;
   needs?: readonly string[];
 }
 
 /**
- * Every ```ts block of the README, by `heading #n` (its section's heading, n-th block in it):
- * each is type-checked, none is skipped. A block added to the README needs an entry here.
+ * By snippet key, `page: heading #n` (the n-th ts block under that heading): what each leaves to
+ * the reader. A block without an entry needs nothing; an entry must name a block.
  */
 export const PRELUDES: Readonly<Record<string, Prelude>> = {
-  "Quick start #1": {
+  "README.md: Quick start #1": {
     declarations: `
 declare const DOCS_URL: string;
 declare const payments: {
   refund(id: string, options: { idempotencyKey: string | undefined }): Promise<{ id: string }>;
 };`,
   },
-  "Diagnosis #1": { imports: `import { createSelfHealing } from "selfheal";` },
-  "Recovery #1": {
-    imports: `import { createSelfHealing } from "selfheal";
-import { slackNotifier } from "selfheal/notify";`,
+  "README.md: 2. Start it before the agent #1": {
+    needs: ["@opentelemetry/sdk-trace-node", "@opentelemetry/sdk-metrics"],
+  },
+  "docs/recovery.md: Plans, providers, an example #1": {
     declarations: `
 declare function pingAnthropic(signal: AbortSignal): Promise<void>;
 interface ChatClient {
@@ -62,80 +66,8 @@ interface ChatClient {
 }
 declare const clients: Record<string, ChatClient>;`,
   },
-  "Streams: `sh.stream` #1": {},
-  "Testing your agent: `selfheal/testing` #1": {},
-  "Health signals #1": { imports: `import { createSelfHealing } from "selfheal";` },
-  "`selfheal/otel`: an OpenTelemetry SDK in one call #1": {
-    needs: ["@opentelemetry/sdk-trace-node", "@opentelemetry/sdk-metrics"],
-  },
-  "`selfheal/redis`: a fleet of workers on one Redis #1": { needs: ["ioredis"] },
-  "Vercel AI SDK #1": {
-    imports: `import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import { generateText, stepCountIs, tool } from "ai";
-import { z } from "zod";`,
-    declarations: `
-const openai = createOpenAICompatible({ name: "openai", baseURL: "https://api.openai.com/v1" });
-const anthropic = createOpenAICompatible({ name: "anthropic", baseURL: "https://api.anthropic.com/v1" });
-const searchDocs = tool({
-  description: "Search the docs",
-  inputSchema: z.object({ q: z.string() }),
-  execute: async ({ q }) => ({ hits: [q] }),
-});
-const issueRefund = tool({
-  description: "Refund an order",
-  inputSchema: z.object({ orderId: z.string() }),
-  execute: async ({ orderId }) => ({ refunded: orderId }),
-});
-declare const prompt: string;`,
-  },
-  "Vercel AI SDK #2": {
-    imports: `import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import { streamText } from "ai";
-import { createSelfHealing } from "selfheal";
-import { healModel, isRestartPart } from "selfheal/ai-sdk";`,
-    declarations: `
-const openai = createOpenAICompatible({ name: "openai", baseURL: "https://api.openai.com/v1" });
-const anthropic = createOpenAICompatible({ name: "anthropic", baseURL: "https://api.anthropic.com/v1" });
-const sh = createSelfHealing({ agent: "support-bot", recovery: { providers: [{ name: "openai" }, { name: "anthropic" }] } });
-declare const prompt: string;`,
-  },
-  "LangChain #1": {
-    imports: `import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
-import { tool } from "langchain";
-import { z } from "zod";`,
-    declarations: `
-declare const model: BaseChatModel;
-const tools = [
-  tool(async ({ q }) => "refunds take 5 days: " + q, {
-    name: "search_docs",
-    description: "Search the docs",
-    schema: z.object({ q: z.string() }),
-  }),
-];`,
-  },
-  "MCP (Model Context Protocol TypeScript SDK) #1": {
-    imports: `import type { Transport } from "@modelcontextprotocol/client";`,
-    declarations: `declare const transport: Transport;`,
-  },
-  "MCP (Model Context Protocol TypeScript SDK) #2": {},
-  "OpenAI Agents SDK #1": {
-    imports: `import { z } from "zod";`,
-    declarations: `
-const description = "Search the docs";
-const parameters = z.object({ q: z.string() });
-const execute = async ({ q }: { q: string }) => "refunds take 5 days: " + q;
-const issueRefund = tool({
-  name: "issue_refund",
-  description: "Refund an order",
-  parameters: z.object({ orderId: z.string() }),
-  errorFunction: null,
-  execute: async ({ orderId }) => "refunded " + orderId,
-});
-const instructions = "Answer from the docs.";
-const model = "gpt-4.1-mini";`,
-  },
-  "Long runs: `selfheal/watchdog` (heartbeats and verdicts) #1": {},
-  "Long runs: `selfheal/watchdog` (heartbeats and verdicts) #2": {
+  "docs/fleet.md: Setup #1": { needs: ["ioredis"] },
+  "docs/watchdog.md: The agent's side #1": {
     declarations: `
 declare const agent: {
   remind(text: string | undefined): void;
@@ -143,9 +75,70 @@ declare const agent: {
   replaceOutputs(outputs: string[]): void;
   state(): unknown;
 };
-declare function headAndTail(outputs: string[]): string[];
 declare const stepIdx: number;
 declare const notes: string;`,
+  },
+  "docs/adapters/ai-sdk.md: Setup #1": {
+    declarations: `
+import * as __compat from "@ai-sdk/openai-compatible";
+import * as __ai from "ai";
+import * as __zod from "zod";
+const openai = __compat.createOpenAICompatible({ name: "openai", baseURL: "https://api.openai.com/v1" });
+const anthropic = __compat.createOpenAICompatible({ name: "anthropic", baseURL: "https://api.anthropic.com/v1" });
+const searchDocs = __ai.tool({
+  description: "Search the docs",
+  inputSchema: __zod.z.object({ q: __zod.z.string() }),
+  execute: async ({ q }) => ({ hits: [q] }),
+});
+const issueRefund = __ai.tool({
+  description: "Refund an order",
+  inputSchema: __zod.z.object({ orderId: __zod.z.string() }),
+  execute: async ({ orderId }) => ({ refunded: orderId }),
+});
+declare const prompt: string;`,
+  },
+  "docs/adapters/ai-sdk.md: Streaming with `streamText` #1": {
+    declarations: `
+import * as __compat from "@ai-sdk/openai-compatible";
+const openai = __compat.createOpenAICompatible({ name: "openai", baseURL: "https://api.openai.com/v1" });
+const anthropic = __compat.createOpenAICompatible({ name: "anthropic", baseURL: "https://api.anthropic.com/v1" });
+declare const prompt: string;`,
+  },
+  "docs/adapters/langchain.md: Setup #1": {
+    declarations: `
+import type * as __chat from "@langchain/core/language_models/chat_models";
+import * as __langchain from "langchain";
+import * as __zod from "zod";
+declare const model: __chat.BaseChatModel;
+const tools = [
+  __langchain.tool(async ({ q }) => "refunds take 5 days: " + q, {
+    name: "search_docs",
+    description: "Search the docs",
+    schema: __zod.z.object({ q: __zod.z.string() }),
+  }),
+];`,
+  },
+  "docs/adapters/mcp.md: Setup #1": {
+    declarations: `
+import type * as __mcp from "@modelcontextprotocol/client";
+declare const transport: __mcp.Transport;`,
+  },
+  "docs/adapters/openai-agents.md: Setup #1": {
+    declarations: `
+import * as __agents from "@openai/agents";
+import * as __zod from "zod";
+const description = "Search the docs";
+const parameters = __zod.z.object({ q: __zod.z.string() });
+const execute = async ({ q }: { q: string }) => "refunds take 5 days: " + q;
+const issueRefund = __agents.tool({
+  name: "issue_refund",
+  description: "Refund an order",
+  parameters: __zod.z.object({ orderId: __zod.z.string() }),
+  errorFunction: null,
+  execute: async ({ orderId }) => "refunded " + orderId,
+});
+const instructions = "Answer from the docs.";
+const model = "gpt-4.1-mini";`,
   },
 };
 
@@ -155,18 +148,35 @@ export function packageOf(specifier: string): string {
   return (specifier.startsWith("@") ? parts.slice(0, 2) : parts.slice(0, 1)).join("/");
 }
 
+/**
+ * How a snippet is checked in the CommonJS project: `as-written` (no top-level await: the file as
+ * it is), or `wrapped` (its body in an async function, what a CommonJS user writes around
+ * top-level await, which CommonJS has not: selfheal's .d.cts types still meet the frameworks'
+ * CommonJS types). Every snippet is checked as CommonJS; all but `// CommonJS` ones as ESM too.
+ */
+export type CommonJsCheck = "as-written" | "wrapped";
+
 export interface Snippet {
+  /** `page: heading #n`. */
   key: string;
-  block: ReadmeBlock;
-  /** The import lines: the prelude's, then the snippet's. */
+  block: DocBlock;
+  /** The snippet's own import lines, then its prelude's (namespace imports only). */
   imports: string;
   declarations: string;
   body: string;
   /** Packages to install besides selfheal: what the imports name, and the prelude's `needs`. */
   packages: string[];
+  /** Its first line is `// CommonJS`: checked as CommonJS only, as written. */
+  commonJs: boolean;
+  /** It awaits at the top level (an ES module feature). */
+  topLevelAwait: boolean;
+  /** Checked in the ESM project (every snippet but a `// CommonJS` one). */
+  esm: boolean;
+  /** How it is checked in the CommonJS project. */
+  cjs: CommonJsCheck;
 }
 
-/** A snippet's import lines (each import in the README is one line) and the rest. */
+/** A snippet's import lines (each import in the docs is one line) and the rest. */
 function split(code: string, key: string): { imports: string[]; body: string[] } {
   const lines = code.split("\n");
   const imports = lines.filter((l) => l.startsWith("import "));
@@ -176,38 +186,76 @@ function split(code: string, key: string): { imports: string[]; body: string[] }
   return { imports, body: lines.filter((l) => !l.startsWith("import ")) };
 }
 
-/** Every ts block of the README with its prelude (throws for a block without one). */
+/** Whether `code` awaits outside every function (`await x`, `for await`). */
+export function hasTopLevelAwait(code: string): boolean {
+  const file = ts.createSourceFile("snippet.ts", code, ts.ScriptTarget.Latest, true);
+  const visit = (node: ts.Node): boolean => {
+    if (ts.isFunctionLike(node) || ts.isClassStaticBlockDeclaration(node)) return false;
+    if (ts.isAwaitExpression(node)) return true;
+    if (ts.isForOfStatement(node) && node.awaitModifier !== undefined) return true;
+    return ts.forEachChild(node, visit) === true;
+  };
+  return ts.forEachChild(file, visit) === true;
+}
+
+/** Every ts block of the documentation's pages, in page order. */
+export function docBlocks(): DocBlock[] {
+  return docFiles().flatMap((page) => doc(page).blocks("ts", "typescript"));
+}
+
+/** Every ts block of the documentation with its prelude (throws on a prelude that breaks a rule). */
 export function snippets(): Snippet[] {
-  return readmeBlocks("ts").map((block) => {
-    const key = `${block.heading} #${block.index}`;
-    const prelude = PRELUDES[key];
-    if (!prelude) throw new Error(`README block "${key}" has no entry in PRELUDES`);
+  return docBlocks().map((block) => {
+    const key = `${block.file}: ${block.heading} #${block.index}`;
+    const prelude = PRELUDES[key] ?? {};
     const own = split(block.code, key);
-    const before = split(prelude.imports ?? "", key);
-    const imports = [...before.imports, ...own.imports];
+    const before = split(prelude.declarations ?? "", `prelude of ${key}`);
+    for (const line of before.imports)
+      if (!/^import (type )?\* as __\w+ from "[^"]+";$/.test(line))
+        throw new Error(`prelude of ${key}: only "import * as __name" imports: ${line}`);
+    const imports = [...own.imports, ...before.imports];
     const specifiers = imports.map((l) => /"([^"]+)"/.exec(l)?.[1] ?? "");
     const packages = new Set([
-      ...specifiers.map(packageOf).filter((p) => p !== "selfheal"),
+      ...specifiers.map(packageOf).filter((p) => p !== "selfheal" && !p.startsWith("node:")),
       ...(prelude.needs ?? []),
     ]);
+    const commonJs = block.code.trimStart().startsWith("// CommonJS");
+    const topLevelAwait = hasTopLevelAwait(block.code);
+    if (commonJs && topLevelAwait)
+      throw new Error(`${key}: a // CommonJS block cannot await at the top level`);
     return {
       key,
       block,
       imports: imports.join("\n"),
-      declarations: prelude.declarations ?? "",
+      declarations: before.body.join("\n"),
       body: own.body.join("\n"),
       packages: [...packages].sort(),
+      commonJs,
+      topLevelAwait,
+      esm: !commonJs,
+      cjs: topLevelAwait ? "wrapped" : "as-written",
     };
   });
 }
 
-/** The snippet as a file of a project of that kind: top-level await needs ESM, so CommonJS runs
- * the body in an async function (what a CommonJS user writes). */
+/** The file name of a snippet in a scratch project (`docs/recovery.md` line 80: docs-recovery-80). */
+export function snippetFileName(snippet: Snippet): string {
+  return `${snippet.block.file.replace(/\.md$/, "").replace(/[^A-Za-z0-9]+/g, "-")}-${snippet.block.line}.ts`;
+}
+
+/** The snippet as a file of a project of that kind: as written, or (CommonJS with top-level
+ * await) its body in an async function. */
 export function snippetFile(snippet: Snippet, kind: "esm" | "cjs"): string {
-  const head = `// README.md line ${snippet.block.line}: ${snippet.key}\n${snippet.imports}\n${snippet.declarations}\n`;
-  return kind === "esm"
-    ? `${head}\n${snippet.body}\nexport {};\n`
-    : `${head}\nexport async function snippet(): Promise<void> {\n${snippet.body}\n}\n`;
+  const { file, line, heading, index } = snippet.block;
+  const head = `// ${file} line ${line}: ${heading} #${index}\n${snippet.imports}\n${snippet.declarations}\n`;
+  return kind === "cjs" && snippet.cjs === "wrapped"
+    ? `${head}\nexport async function snippet(): Promise<void> {\n${snippet.body}\n}\n`
+    : `${head}\n${snippet.body}\nexport {};\n`;
+}
+
+/** The snippets checked in a project of `kind`. */
+export function checkedAs(all: readonly Snippet[], kind: "esm" | "cjs"): Snippet[] {
+  return all.filter((s) => (kind === "esm" ? s.esm : true));
 }
 
 export interface Round {
