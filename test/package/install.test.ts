@@ -302,7 +302,8 @@ function snippetProject(dir: string, kind: "esm" | "cjs", round: Round) {
   };
   writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({ compilerOptions, include: ["*.ts"] }));
   const checked = checkedAs(snippets(), kind).filter(
-    (s) => round.index === 0 || s.packages.some((p) => round.changed.includes(p)),
+    (s) =>
+      round.index === 0 || (!s.firstRoundOnly && s.packages.some((p) => round.changed.includes(p))),
   );
   for (const snippet of checked)
     writeFileSync(join(dir, snippetFileName(snippet)), snippetFile(snippet, kind));

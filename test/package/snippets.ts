@@ -23,6 +23,7 @@ export const FRAMEWORKS: readonly { name: string; versions: readonly string[] }[
   { name: "@modelcontextprotocol/client", versions: ["2.4.0"] },
   { name: "@modelcontextprotocol/sdk", versions: ["1.32.2"] },
   { name: "@openai/agents", versions: ["0.20.0"] },
+  { name: "@mastra/core", versions: ["1.71.0"] },
   { name: "openai", versions: ["6.49.0"] },
   { name: "zod", versions: ["4.6.7"] },
   { name: "ioredis", versions: ["6.0.0"] },
@@ -41,6 +42,9 @@ export const FRAMEWORKS: readonly { name: string; versions: readonly string[] }[
 export interface Prelude {
   declarations?: string;
   needs?: readonly string[];
+  /** Why the snippet is checked with round 0's versions only (a framework's own types refuse
+   * a later round's, with or without selfheal). */
+  firstRoundOnly?: string;
 }
 
 /**
@@ -123,6 +127,22 @@ const tools = [
 import type * as __mcp from "@modelcontextprotocol/client";
 declare const transport: __mcp.Transport;`,
   },
+  "docs/adapters/mastra.md: Setup #1": {
+    declarations: `
+import * as __compat from "@ai-sdk/openai-compatible";
+import * as __tools from "@mastra/core/tools";
+import * as __zod from "zod";
+const openai = __compat.createOpenAICompatible({ name: "openai", baseURL: "https://api.openai.com/v1" });
+const anthropic = __compat.createOpenAICompatible({ name: "anthropic", baseURL: "https://api.anthropic.com/v1" });
+const issueRefund = __tools.createTool({
+  id: "issue-refund",
+  description: "Refund an order",
+  inputSchema: __zod.z.object({ orderId: __zod.z.string() }),
+  execute: async ({ orderId }) => ({ refunded: orderId }),
+});`,
+    firstRoundOnly:
+      "Mastra 1.71's declarations bundle @ai-sdk/provider 4.0.17: its Agent refuses the type of an @ai-sdk/openai-compatible 3 model (TS2322) even without selfheal",
+  },
   "docs/adapters/openai-agents.md: Setup #1": {
     declarations: `
 import * as __agents from "@openai/agents";
@@ -166,6 +186,8 @@ export interface Snippet {
   body: string;
   /** Packages to install besides selfheal: what the imports name, and the prelude's `needs`. */
   packages: string[];
+  /** Checked in round 0 only (see Prelude). */
+  firstRoundOnly: boolean;
   /** Its first line is `// CommonJS`: checked as CommonJS only, as written. */
   commonJs: boolean;
   /** It awaits at the top level (an ES module feature). */
@@ -230,6 +252,7 @@ export function snippets(): Snippet[] {
       declarations: before.body.join("\n"),
       body: own.body.join("\n"),
       packages: [...packages].sort(),
+      firstRoundOnly: prelude.firstRoundOnly !== undefined,
       commonJs,
       topLevelAwait,
       esm: !commonJs,
