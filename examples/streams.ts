@@ -1,5 +1,5 @@
 /**
- * A streamed answer healed end to end, as the README's Streams section shows it: the OpenAI SDK
+ * A streamed answer healed end to end, as docs/streams.md shows it: the OpenAI SDK
  * with `stream: true` against two local OpenAI-compatible servers (selfheal/testing), the
  * primary cutting its stream mid-answer, then stalling, then slow to its first token. The reader
  * drops what it showed at each StreamRestart and gets the whole answer from the fallback.
@@ -47,7 +47,7 @@ const answer = sh.stream(
     readOnly: true,
     providers: ["openai", "backup"],
     format: chatCompletionChunks,
-    // Short limits so the example runs in a second; the README's for chat models are 10 s each.
+    // Short limits so the example runs in a second; docs/streams.md's for chat models are 10 s each.
     firstTokenMs: 1_000,
     idleMs: 1_000,
     afterFirstToken: "restart",

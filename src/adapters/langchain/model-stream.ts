@@ -20,7 +20,7 @@ import { errorName } from "./tool-calls.js";
 type RunManager = CallbackManagerForLLMRun | undefined;
 type Item = ChatGenerationChunk | StreamRestart;
 
-/** Stream settings with the core's defaults (README, "Streams"); finish reasons normalized. */
+/** Stream settings with the core's defaults (docs/streams.md); finish reasons normalized. */
 export function streamLimits<C>(
   settings: LangChainStreamSettings,
   format: StreamFormat<C>,
