@@ -1,9 +1,10 @@
 /**
  * What users would pick instead of selfheal, as simulator policies, each configured as its own
- * docs recommend for an LLM call with two providers and a payment write: no recovery; p-retry 6
- * with failover; cockatiel 3 retry + circuit breaker + fallback. All get the same providers and
- * the same per-call timeouts as selfheal, and run on the simulator's virtual time: their timers,
- * clocks and Math.random are pointed at it (seeded) while they run, as fake timers do.
+ * docs recommend for an LLM call with two providers and a payment write: no recovery (the
+ * simulator's own, src/sim/no-recovery-policy.ts); p-retry 6 with failover; cockatiel 3 retry +
+ * circuit breaker + fallback. All get the same providers and the same per-call timeouts as
+ * selfheal, and run on the simulator's virtual time: their timers, clocks and Math.random are
+ * pointed at it (seeded) while they run, as fake timers do.
  *
  * The payment goes without an idempotency key, as in both libraries' examples: neither retries
  * with one for you. A user who adds one gets selfheal's 0 double charges with either.
@@ -24,7 +25,12 @@ import {
 } from "cockatiel";
 import pRetry, { AbortError } from "p-retry";
 import { withDeadline } from "../src/deadline.js";
-import type { Policy, PolicyContext, PolicyFactory } from "../src/sim/run.js";
+import {
+  NO_RECOVERY,
+  type Policy,
+  type PolicyContext,
+  type PolicyFactory,
+} from "../src/sim/run.js";
 import type { Dependency } from "../src/sim/scenarios.js";
 import type { World } from "../src/sim/world.js";
 
@@ -224,12 +230,8 @@ function cockatielPolicy(context: PolicyContext): Policy {
 }
 
 export const BASELINES: Record<string, PolicyFactory> = {
-  "no recovery": (context) =>
-    baseline(context, (attempt) => ({
-      complete: (question) =>
-        attempt(llmOf(context.world)[0] as Dependency, LLM_TIMEOUT_MS, question),
-      charge: (order) => attempt(context.world.scenario.api, PAYMENT_TIMEOUT_MS, order),
-    })),
+  // The simulator's own (`selfheal demo` shows it as "without selfheal").
+  [NO_RECOVERY.name]: NO_RECOVERY.create,
   "p-retry 6": pRetryPolicy,
   "cockatiel 3": cockatielPolicy,
 };

@@ -23,16 +23,16 @@ export async function outcomeTable(): Promise<{
       rows.push({
         scenario: r.scenario,
         policy: r.policy,
-        "user-visible failures": r.user_visible_failures,
+        "user-visible failures": r.userVisibleFailures,
         pages: r.pages,
-        "auto-recovery": r.auto_recovery_rate,
-        "MTTR s": r.mttr_seconds,
-        "spend $": r.spend_usd,
-        "recovery $": r.recovery_cost_usd,
-        "wasted retries": r.wasted_retries,
-        "double charges": r.double_charges,
-        "false trips": r.false_trips,
-        "drift alerts": r.drift_events,
+        "auto-recovery": r.autoRecoveryRate,
+        "MTTR s": r.mttrSeconds,
+        "spend $": r.spendUsd,
+        "recovery $": r.recoveryCostUsd,
+        "wasted retries": r.wastedRetries,
+        "double charges": r.doubleCharges,
+        "false trips": r.falseTrips,
+        "drift alerts": r.driftEvents,
       });
     }
   }

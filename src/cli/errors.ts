@@ -1,4 +1,7 @@
-/** A bad invocation: one line on stderr, exit code 2. */
+/**
+ * A bad invocation, or a setup the command cannot run in (an optional peer it needs is not
+ * installed): one line on stderr, exit code 2.
+ */
 export class UsageError extends Error {}
 
 /** A command that could not do its work (a server unreachable): one line on stderr, exit code 1. */

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
  * The `selfheal` command. `selfheal demo` plays an incident scenario on virtual time, on the
- * in-memory default (no server), and shows selfheal heal the agent. `selfheal status --redis URL`
- * prints a fleet's health from Redis (ioredis is loaded for that command only).
+ * in-memory default (no server), and shows selfheal heal the agent (demo.ts). `selfheal status
+ * --redis URL` prints a fleet's health from Redis (ioredis is loaded for that command only).
  */
 import { readFileSync } from "node:fs";
 import { access, constants, stat, writeFile } from "node:fs/promises";
@@ -12,18 +12,10 @@ import { ReviewBuilder } from "../report/analyze.js";
 import { readInto } from "../report/read.js";
 import { renderHtml } from "../report/render-html.js";
 import { renderText } from "../report/render-text.js";
-import { runScenario, type TimelineEntry } from "../sim/run.js";
-import { SCENARIOS } from "../sim/scenarios.js";
-import {
-  LONG_RUNS,
-  runLongRuns,
-  type LongRunEntry,
-  type LongRunsResult,
-} from "../sim/long-runs.js";
 import { escapeControl, oneLine } from "../telemetry/redact.js";
+import { demo } from "./demo.js";
 import { CommandFailedError, UsageError } from "./errors.js";
 import { status } from "./status.js";
-import { eventLogFlag, metricsPortFlag, startCliTelemetry, stopCliTelemetry } from "./telemetry.js";
 import { watch } from "./watch.js";
 
 const USAGE = `Usage: selfheal <command> [options]
@@ -35,29 +27,6 @@ Commands:
   watch     Run an agent and supervise it: selfheal watch --state-dir DIR -- COMMAND ARGS
 
 Run "selfheal <command> --help" for its options; "selfheal --version" prints the version.`;
-
-/** --speed bounds: slower would wait longer than a timer can; faster is "as fast as it runs". */
-const MIN_SPEED = 0.1;
-const MAX_SPEED = 1e6;
-
-const DEMO_USAGE = `Usage: selfheal demo [--scenario NAME] [--speed N] [--json] [--metrics-port PORT]
-                    [--event-log FILE]
-
-Plays an hour of incident against a simulated agent fleet in a few seconds, every tool call
-going through selfheal with its defaults, and prints the timeline and a summary.
-
-Options:
-  --scenario NAME  one of: ${Object.keys(SCENARIOS).join(", ")}, long-runs (default provider-outage)
-  --speed N        virtual seconds per real second, ${MIN_SPEED} to ${MAX_SPEED} (default: as fast as it runs)
-  --json           print one JSON object with the run's figures instead
-  --metrics-port P serve the run's Prometheus metrics on 127.0.0.1:P/metrics while it runs
-  --event-log FILE append the run's recovery events to FILE (JSONL), for "selfheal report FILE"
-  --list           list the scenarios
-  -h, --help       this help
-
-With OTEL_EXPORTER_OTLP_ENDPOINT (or a per-signal endpoint) set, the run's spans and metrics
-are exported there over OTLP/HTTP, protobuf unless OTEL_EXPORTER_OTLP_PROTOCOL=http/json; the
-other OTEL_* variables (headers, service name, resource attributes, sampler) apply.`;
 
 const REPORT_USAGE = `Usage: selfheal report FILE.jsonl [MORE.jsonl ...] [--html OUT.html]
 
@@ -71,217 +40,6 @@ at all exits 2.
 Options:
   --html OUT.html  also write a self-contained page with charts (no network needed to view it)
   -h, --help       this help`;
-
-const useColor = process.stdout.isTTY && !process.env.NO_COLOR;
-const paint = (code: number, text: string) => (useColor ? `\u001b[${code}m${text}\u001b[0m` : text);
-const COLORS: Record<TimelineEntry["kind"], number> = {
-  status: 33,
-  circuit: 36,
-  drift: 35,
-  escalation: 31,
-  page: 31,
-};
-
-const LONG_RUN_COLORS: Record<LongRunEntry["kind"], number> = {
-  verdict: 33,
-  tier: 36,
-  tier_result: 32,
-  gave_up: 31,
-  page: 31,
-};
-const SCENARIO_NAMES = [...Object.keys(SCENARIOS), LONG_RUNS.name].join(", ");
-
-/** The night's figures: one JSON object, or the summary. */
-function printLongRuns(night: LongRunsResult, json: boolean, wallSeconds: number): void {
-  if (json) {
-    console.log(JSON.stringify(night));
-    return;
-  }
-  const tiers = (t: Record<string, number>) =>
-    Object.entries(t)
-      .map(([k, v]) => `${k} ${v}`)
-      .join(", ");
-  const rows: [string, string][] = [
-    ["runs (with a fault)", `${night.runs} (${night.faulted})`],
-    ["finished by morning", String(night.finished)],
-    ["recovered, by tier", tiers(night.recovered_by_tier)],
-    ["tier runs that did not help", tiers(night.failed_by_tier)],
-    ["given up (restart intensity)", String(night.gave_up)],
-    ["pages sent (throttled per run)", String(night.pages)],
-    ["pages if every bad look paged", String(night.pages_unthrottled)],
-  ];
-  console.log(
-    `\n${paint(1, "summary")} (${night.virtual_minutes} virtual minutes in ${wallSeconds.toFixed(1)} s)`,
-  );
-  for (const [k, v] of rows) console.log(`  ${k.padEnd(48)} ${v}`);
-}
-
-function clockText(ms: number): string {
-  const s = Math.floor(ms / 1000);
-  return `${String(Math.floor(s / 60)).padStart(2, "0")}:${String(s % 60).padStart(2, "0")}`;
-}
-
-// Long on purpose: one command's flags, run and printout, read top to bottom.
-async function demo(argv: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      scenario: { type: "string", default: "provider-outage" },
-      speed: { type: "string" },
-      json: { type: "boolean", default: false },
-      "metrics-port": { type: "string" },
-      "event-log": { type: "string" },
-      list: { type: "boolean", default: false },
-      help: { type: "boolean", short: "h", default: false },
-    },
-    strict: true,
-    allowPositionals: false,
-  });
-  if (values.help) {
-    console.log(DEMO_USAGE);
-    return;
-  }
-  if (values.list) {
-    for (const s of [...Object.values(SCENARIOS), LONG_RUNS])
-      console.log(`${s.name.padEnd(20)} ${s.description}`);
-    return;
-  }
-  // Own names only: "__proto__" or "constructor" is not a scenario.
-  const scenario =
-    values.scenario === LONG_RUNS.name
-      ? LONG_RUNS
-      : Object.hasOwn(SCENARIOS, values.scenario)
-        ? SCENARIOS[values.scenario]
-        : undefined;
-  if (!scenario) {
-    throw new UsageError(`unknown scenario "${values.scenario}" (known: ${SCENARIO_NAMES})`);
-  }
-  let speed: number | undefined;
-  if (values.speed !== undefined) {
-    speed = Number(values.speed);
-    if (!Number.isFinite(speed) || speed <= 0)
-      throw new UsageError(`--speed must be a positive number, got "${values.speed}"`);
-    if (speed < MIN_SPEED || speed > MAX_SPEED)
-      throw new UsageError(`--speed must be ${MIN_SPEED} to ${MAX_SPEED}, got "${values.speed}"`);
-  }
-  const metricsPort = metricsPortFlag(values["metrics-port"]);
-  const eventLog = eventLogFlag(values["event-log"]);
-  // A demo hour makes thousands of spans in a second: keep them all for the export.
-  const telemetry = await startCliTelemetry(`selfheal-demo-${scenario.name}`, metricsPort, {
-    maxQueueSize: 100_000,
-    maxExportBatchSize: 2_048,
-  });
-  const live = !values.json;
-  const progress = live && process.stdout.isTTY;
-  if (live) console.log(`${paint(1, scenario.name)}: ${scenario.description}\n`);
-  const wallStart = performance.now();
-  if (live && telemetry) {
-    const { traces, metrics } = telemetry.config;
-    if (traces.otlp) console.log(`  traces:  ${traces.otlp.url} (${traces.otlp.protocol})`);
-    if (metrics.otlp) console.log(`  metrics: ${metrics.otlp.url} (${metrics.otlp.protocol})`);
-    if (telemetry.metricsUrl) console.log(`  metrics: ${telemetry.metricsUrl}`);
-  }
-  const onMinute = async (virtualMs: number) => {
-    if (progress)
-      process.stdout.write(
-        `\r  virtual time ${clockText(virtualMs)} / ${clockText(scenario.durationMs)}`,
-      );
-    if (speed !== undefined) {
-      const due = wallStart + virtualMs / speed;
-      const wait = due - performance.now();
-      // Within a timer's range whatever the speed (the bounds on --speed keep it there).
-      if (wait > 0)
-        await new Promise((resolve) => setTimeout(resolve, Math.min(wait, 2 ** 31 - 1)));
-    }
-  };
-  const say = (atMs: number, kind: string, color: number, text: string) => {
-    if (!live) return;
-    if (progress) process.stdout.write("\r\u001b[K");
-    console.log(`  [${clockText(atMs)}] ${paint(color, kind.padEnd(8))} ${text}`);
-  };
-  const sink = {
-    ...(eventLog !== undefined && { eventLog }),
-    telemetry: {
-      tracerProvider: telemetry?.tracerProvider,
-      meterProvider: telemetry?.meterProvider,
-    },
-    onMinute,
-    // The simulated period ends now: its spans and events are dated in the recent past.
-    startMs: Date.now() - scenario.durationMs,
-  };
-  if ("mix" in scenario) {
-    const night = await runLongRuns(scenario, {
-      ...sink,
-      onEntry: (e) => {
-        say(
-          e.atMs,
-          e.kind === "tier_result" ? "result" : e.kind,
-          LONG_RUN_COLORS[e.kind],
-          `${e.session} ${e.text}`,
-        );
-      },
-    });
-    if (progress) process.stdout.write("\r\u001b[K");
-    await stopCliTelemetry(telemetry);
-    printLongRuns(night, values.json, (performance.now() - wallStart) / 1000);
-    if (eventLog !== undefined && !values.json)
-      console.log(`\nwatchdog events appended to ${oneLine(eventLog)}`);
-    return;
-  }
-  const result = await runScenario(scenario, {
-    ...sink,
-    onTimeline: (e) => {
-      say(e.atMs, e.kind, COLORS[e.kind], e.text);
-    },
-  });
-  if (progress) process.stdout.write("\r\u001b[K");
-  await stopCliTelemetry(telemetry);
-  if (values.json) {
-    const { timeline, ...figures } = result;
-    console.log(JSON.stringify({ ...figures, timeline }));
-    return;
-  }
-  const rows: [string, string][] = [
-    ["tasks", String(result.tasks)],
-    ["incidents (calls whose first request failed)", String(result.incidents)],
-    ["auto-recovery rate", `${(result.auto_recovery_rate * 100).toFixed(1)}%`],
-    [
-      "MTTR (first failed request to answer)",
-      result.mttr_seconds === null ? "n/a" : `${result.mttr_seconds.toFixed(1)} s`,
-    ],
-    ["user-visible failures", String(result.user_visible_failures)],
-    // Streamed answers: the cut ones a reader took for whole, and what selfheal diagnosed.
-    ...(scenario.stream
-      ? ([
-          ["truncated answers delivered as whole", String(result.truncated_answers)],
-          [
-            "diagnoses",
-            Object.entries(result.diagnoses)
-              .map(([k, v]) => `${k} ${v}`)
-              .join(", ") || "none",
-          ],
-        ] satisfies [string, string][])
-      : []),
-    ["pages (failed calls, one per kind per 10 min)", String(result.pages)],
-    ["spend (every request)", `$${result.spend_usd.toFixed(4)}`],
-    ["recovery spend (requests after a call's first)", `$${result.recovery_cost_usd.toFixed(4)}`],
-    ["wasted retries", String(result.wasted_retries)],
-    ["double charges", String(result.double_charges)],
-    ["false breaker trips", String(result.false_trips)],
-    ["drift alerts", String(result.drift_events)],
-    [
-      "requests per provider",
-      Object.entries(result.calls_per_provider)
-        .map(([k, v]) => `${k} ${v}`)
-        .join(", "),
-    ],
-  ];
-  console.log(
-    `\n${paint(1, "summary")} (${result.virtual_minutes} virtual minutes in ${((performance.now() - wallStart) / 1000).toFixed(1)} s)`,
-  );
-  for (const [k, v] of rows) console.log(`  ${k.padEnd(48)} ${v}`);
-  if (eventLog !== undefined) console.log(`\nrecovery events appended to ${oneLine(eventLog)}`);
-}
 
 /** An I/O failure as one line: the path and the error code, never a stack. */
 function ioProblem(error: unknown): string {

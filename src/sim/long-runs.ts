@@ -66,31 +66,42 @@ export interface LongRunEntry {
   text: string;
 }
 
-/** The figures of a night (snake_case: they are the `--json` output). */
+/** The figures of a night (camelCase, as every JSON selfheal writes: the `--json` output). */
 export interface LongRunsResult {
   scenario: string;
-  virtual_minutes: number;
+  /** Whether the runs were under the watchdog (false: the "without selfheal" night). */
+  supervised: boolean;
+  virtualMinutes: number;
   runs: number;
   /** Runs that had a fault. */
   faulted: number;
   /** Runs that reached their last step by morning. */
   finished: number;
+  /** Steps the runs made by morning (a run's steps past its last are not counted). */
+  stepsDone: number;
+  /** Steps the night's runs were to make: runs x the steps of a whole run. */
+  stepsPlanned: number;
   /** Runs each tier brought back (progress shown within its time). */
-  recovered_by_tier: Record<Tier, number>;
+  recoveredByTier: Record<Tier, number>;
   /** Tier runs that did not help. */
-  failed_by_tier: Record<Tier, number>;
+  failedByTier: Record<Tier, number>;
   /** Runs the supervisor gave up on (restart intensity reached). */
-  gave_up: number;
+  gaveUp: number;
   /** Alerts that reached a person (throttled per session and kind). */
   pages: number;
   /** Alerts a watchdog that paged on every unhealthy look would have sent. */
-  pages_unthrottled: number;
+  pagesUnthrottled: number;
   /** Verdicts entered, by state. */
   verdicts: Record<Verdict, number>;
   timeline: LongRunEntry[];
 }
 
 export interface LongRunsOptions {
+  /**
+   * Put each run under a Supervisor (default true). False plays the night without the
+   * watchdog: the same runs and faults, nobody looking, nothing recovered, nobody paged.
+   */
+  supervise?: boolean;
   telemetry?: {
     tracerProvider?: TracerProvider | undefined;
     meterProvider?: MeterProvider | undefined;
@@ -161,7 +172,9 @@ class SimRun {
       this.die(now);
       return;
     }
-    if (this.frozen === undefined && now - this.stepAt >= this.scenario.stepMs) {
+    // Past the model's context limit every LLM call fails: the run loops without a step.
+    const overLimit = this.tokens > this.scenario.tokenLimit;
+    if (this.frozen === undefined && !overLimit && now - this.stepAt >= this.scenario.stepMs) {
       this.step++;
       this.stepAt = now;
       this.tokens += this.bloating ? 6_000 : 50;
@@ -232,6 +245,7 @@ export async function runLongRuns(
   scenario: LongRunsScenario = LONG_RUNS,
   options: LongRunsOptions = {},
 ): Promise<LongRunsResult> {
+  const supervised = options.supervise ?? true;
   const clock = new VirtualClock(options.startMs);
   const t0 = clock.now();
   const random = seededRandom(scenario.seed);
@@ -285,6 +299,7 @@ export async function runLongRuns(
           return;
       }
     };
+    if (!supervised) return { run, supervisor: undefined };
     const supervisor = new Supervisor({
       sessionId: session,
       agent: `sim-${scenario.name}`,
@@ -312,7 +327,7 @@ export async function runLongRuns(
     const now = clock.now();
     for (const { run, supervisor } of fleet) {
       run.advance(now);
-      if (supervisor.givenUp || run.done) continue;
+      if (!supervisor || supervisor.givenUp || run.done) continue;
       await supervisor.tick();
       // What a watchdog without tiers or throttle would page: every look at a run gone wrong.
       if (!run.alive || run.frozen !== undefined || run.tokens > 0.92 * scenario.tokenLimit)
@@ -321,20 +336,23 @@ export async function runLongRuns(
     if (elapsed % 60_000 === 0) await options.onMinute?.(elapsed);
   }
   for (const { supervisor } of fleet) {
-    supervisor.stop();
-    await supervisor.flush();
+    supervisor?.stop();
+    await supervisor?.flush();
   }
   return {
     scenario: scenario.name,
-    virtual_minutes: Math.round(scenario.durationMs / 60_000),
+    supervised,
+    virtualMinutes: Math.round(scenario.durationMs / 60_000),
     runs: fleet.length,
     faulted: fleet.filter(({ run }) => run.faulted).length,
     finished: fleet.filter(({ run }) => run.done).length,
-    recovered_by_tier: result.recovered,
-    failed_by_tier: result.failed,
-    gave_up: result.gaveUp,
+    stepsDone: fleet.reduce((n, { run }) => n + Math.min(run.step, stepsOf(scenario)), 0),
+    stepsPlanned: fleet.length * stepsOf(scenario),
+    recoveredByTier: result.recovered,
+    failedByTier: result.failed,
+    gaveUp: result.gaveUp,
     pages: result.pages,
-    pages_unthrottled: result.unthrottled,
+    pagesUnthrottled: result.unthrottled,
     verdicts: result.verdicts,
     timeline,
   };

@@ -1,6 +1,10 @@
 import type { MeterProvider, TracerProvider } from "@opentelemetry/api";
 import type { World } from "./world.js";
 
+/** The per-call timeouts of the fleet's calls, the same for every policy, ms. */
+export const LLM_TIMEOUT_MS = 10_000;
+export const PAYMENT_TIMEOUT_MS = 5_000;
+
 /** What only a policy can tell about itself (everything else is measured by the world). */
 export interface PolicyFigures {
   /** Breakers opened on a dependency that had no fault at the time. */

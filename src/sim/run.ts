@@ -1,4 +1,6 @@
 import { quantile } from "../stats.js";
+import { IncidentLog } from "./incidents.js";
+import { noRecoveryPolicy } from "./no-recovery-policy.js";
 import type { Scenario } from "./scenarios.js";
 import { doubleCharges, pageKind, scoreCalls } from "./score.js";
 import type { PolicyFactory, Telemetry } from "./policy.js";
@@ -8,39 +10,40 @@ import { createWorld, type CallRecord, type Operation, type TimelineEntry } from
 export type { TimelineEntry, World } from "./world.js";
 export type { Policy, PolicyContext, PolicyFactory, PolicyFigures, Telemetry } from "./policy.js";
 
-/** The figures of one run (snake_case: they are the `--json` output). */
+/** The figures of one run (camelCase, as every JSON selfheal writes: the `--json` output). */
 export interface SimResult {
   scenario: string;
   policy: string;
-  virtual_minutes: number;
+  /** The scenario's length (the run plays {@link GRACE_MS} more for the calls in flight). */
+  virtualMinutes: number;
   tasks: number;
   /** Calls whose first request failed, or that failed without sending any. */
   incidents: number;
   recovered: number;
-  auto_recovery_rate: number;
+  autoRecoveryRate: number;
   /** Mean time from a call's first failed request to its answer, s (null: nothing recovered). */
-  mttr_seconds: number | null;
-  mttr_p95_seconds: number | null;
+  mttrSeconds: number | null;
+  mttrP95Seconds: number | null;
   /** Tasks that failed (an error, an empty answer or a truncated one reached the user). */
-  user_visible_failures: number;
+  userVisibleFailures: number;
   /** Answers cut short that reached the user as if whole (a streamed answer read to its end). */
-  truncated_answers: number;
+  truncatedAnswers: number;
   /** Failed calls a person is paged for, one per kind per 10 min (the same rule for all). */
   pages: number;
   /** Every request x its dependency's price, USD. */
-  spend_usd: number;
+  spendUsd: number;
   /** Requests after a call's first, USD. */
-  recovery_cost_usd: number;
+  recoveryCostUsd: number;
   /** Requests that could not help (see score.ts). */
-  wasted_retries: number;
+  wastedRetries: number;
   /** Orders charged more than once, counted past the first charge. */
-  double_charges: number;
+  doubleCharges: number;
   /** Breakers opened on a dependency that had no fault at the time. */
-  false_trips: number;
-  drift_events: number;
+  falseTrips: number;
+  driftEvents: number;
   /** The policy's diagnoses by pattern (selfheal's; empty for a policy that diagnoses nothing). */
   diagnoses: Record<string, number>;
-  calls_per_provider: Record<string, number>;
+  callsPerProvider: Record<string, number>;
   timeline: TimelineEntry[];
 }
 
@@ -67,7 +70,17 @@ export interface RunOptions {
 
 const MINUTE = 60_000;
 /** Time the fleet gets after the last task starts to finish what it is doing. */
-const GRACE_MS = 10 * MINUTE;
+export const GRACE_MS = 10 * MINUTE;
+
+/** Virtual time a run of `scenario` plays: the scenario, then the grace; the last `onMinute`. */
+export const runLengthMs = (scenario: Scenario): number => scenario.durationMs + GRACE_MS;
+
+/** The fleet without selfheal (no-recovery-policy.ts): the "without selfheal" figures. */
+export const NO_RECOVERY: { name: string; create: PolicyFactory } = {
+  name: "no recovery",
+  create: noRecoveryPolicy,
+};
+
 /** One page per kind of failure per 10 min: selfheal's own notifier throttle, for every policy. */
 const PAGE_THROTTLE_MS = 10 * MINUTE;
 
@@ -84,6 +97,14 @@ export async function runScenario(
   options: RunOptions = {},
 ): Promise<SimResult> {
   const timeline: TimelineEntry[] = [];
+  // Told through the world once it exists: its first request ends after the clock starts.
+  const incidents = new IncidentLog(
+    (kind, text) => {
+      world.note(kind, text);
+    },
+    () => world.elapsed(),
+    runLengthMs(scenario),
+  );
   const { world, calls, charges, requestsPerDependency } = createWorld(
     scenario,
     (entry) => {
@@ -91,6 +112,9 @@ export async function runScenario(
       options.onTimeline?.(entry);
     },
     options.startMs,
+    (record, attempt) => {
+      incidents.attemptEnded(record, attempt);
+    },
   );
   const policyName = options.policy?.name ?? "selfheal";
   const policy = (options.policy?.create ?? selfhealPolicy)({
@@ -112,6 +136,7 @@ export async function runScenario(
     } finally {
       record.endMs = world.elapsed();
       record.ok = value !== undefined && world.whole(id, value);
+      incidents.callEnded(record);
       options.onCall?.(record);
       if (!record.ok) {
         const kind = pageKind(record);
@@ -153,11 +178,13 @@ export async function runScenario(
       });
     }
   }
-  for (let t = 0; t < scenario.durationMs + GRACE_MS; t += MINUTE) {
+  for (let t = 0; t < runLengthMs(scenario); t += MINUTE) {
     await world.clock.advance(MINUTE);
+    incidents.flush();
     await options.onMinute?.(world.elapsed());
   }
   await Promise.all(tasks);
+  incidents.flush(true);
   await policy.close();
 
   const f = scoreCalls(calls.values());
@@ -166,24 +193,24 @@ export async function runScenario(
   return {
     scenario: scenario.name,
     policy: policyName,
-    virtual_minutes: scenario.durationMs / MINUTE,
+    virtualMinutes: scenario.durationMs / MINUTE,
     tasks: taskCount,
     incidents: f.incidents,
     recovered: f.recovered,
-    auto_recovery_rate: f.incidents === 0 ? 1 : round(f.recovered / f.incidents, 4),
-    mttr_seconds: times.length ? round(times.reduce((a, b) => a + b, 0) / times.length) : null,
-    mttr_p95_seconds: times.length ? round(quantile(times, 0.95) ?? 0) : null,
-    user_visible_failures: userVisibleFailures,
-    truncated_answers: truncatedAnswers,
+    autoRecoveryRate: f.incidents === 0 ? 1 : round(f.recovered / f.incidents, 4),
+    mttrSeconds: times.length ? round(times.reduce((a, b) => a + b, 0) / times.length) : null,
+    mttrP95Seconds: times.length ? round(quantile(times, 0.95) ?? 0) : null,
+    userVisibleFailures,
+    truncatedAnswers,
     pages,
-    spend_usd: round(f.spendUsd, 4),
-    recovery_cost_usd: round(f.recoverySpendUsd, 4),
-    wasted_retries: f.wastedRetries,
-    double_charges: doubleCharges(charges),
-    false_trips: own.falseTrips,
-    drift_events: own.driftEvents,
+    spendUsd: round(f.spendUsd, 4),
+    recoveryCostUsd: round(f.recoverySpendUsd, 4),
+    wastedRetries: f.wastedRetries,
+    doubleCharges: doubleCharges(charges),
+    falseTrips: own.falseTrips,
+    driftEvents: own.driftEvents,
     diagnoses: own.diagnoses ?? {},
-    calls_per_provider: requestsPerDependency,
+    callsPerProvider: requestsPerDependency,
     timeline,
   };
 }

@@ -2,7 +2,7 @@ import type { StreamFormat } from "../engine/options/stream.js";
 import { createSelfHealing, type SelfHealing } from "../engine/self-healing.js";
 import { isStreamRestart } from "../engine/stream-channel.js";
 import type { Notifier } from "../notify/notifier.js";
-import type { Policy, PolicyContext } from "./policy.js";
+import { LLM_TIMEOUT_MS, PAYMENT_TIMEOUT_MS, type Policy, type PolicyContext } from "./policy.js";
 import type { Dependency } from "./scenarios.js";
 import type { StreamChunk, World } from "./world.js";
 
@@ -116,7 +116,7 @@ export function selfhealPolicy({ world, telemetry, eventLog }: PolicyContext): P
           readOnly: true,
           kind: "llm",
           providers: scenario.llm.map((d) => d.name),
-          timeoutMs: 10_000,
+          timeoutMs: LLM_TIMEOUT_MS,
         },
         (question: string, ctx) => {
           const dep = llm.get(ctx.provider ?? "") ?? primary;
@@ -129,7 +129,7 @@ export function selfhealPolicy({ world, telemetry, eventLog }: PolicyContext): P
     {
       readOnly: false,
       providers: [scenario.api.name],
-      timeoutMs: 5_000,
+      timeoutMs: PAYMENT_TIMEOUT_MS,
       idempotencyKey: (order: string) => order,
     },
     (order: string, ctx) =>

@@ -91,7 +91,18 @@ export interface World {
 export interface TimelineEntry {
   /** Virtual ms since the start. */
   atMs: number;
-  kind: "status" | "circuit" | "drift" | "escalation" | "page";
+  kind:
+    | "status"
+    | "circuit"
+    | "drift"
+    | "escalation"
+    | "page"
+    /** A call's first request failed (the first of its kind for a while; see incidents.ts). */
+    | "incident"
+    /** That call answered after all; or every call of an incident's kind did. */
+    | "recovered"
+    /** That call failed for its user; or some calls of an incident's kind did. */
+    | "failed";
   text: string;
 }
 
@@ -147,6 +158,8 @@ export function createWorld(
   scenario: Scenario,
   onTimeline: (entry: TimelineEntry) => void,
   startMs?: number,
+  /** Told as each request's answer or failure reaches the client (its record complete). */
+  onAttemptEnd?: (call: CallRecord, attempt: AttemptRecord) => void,
 ): WorldRecord {
   const clock = new VirtualClock(startMs);
   const t0 = clock.now();
@@ -236,7 +249,11 @@ export function createWorld(
     if (fate.result === "rate_limit")
       attempt.throttledUntilMs = throttles.get(dep.name)?.untilMs ?? 0;
     record.attempts.push(attempt);
-    return { window, fate, attempt };
+    const ended = () => {
+      attempt.endMs = elapsed();
+      onAttemptEnd?.(record, attempt);
+    };
+    return { window, fate, attempt, ended };
   };
 
   const shape = scenario.stream ?? { tokens: 0, tokenMs: 0 };
@@ -276,9 +293,10 @@ export function createWorld(
     fate: Fate,
     bent: Bend,
     attempt: AttemptRecord,
+    ended: () => void,
   ): AsyncGenerator<StreamChunk> {
     const tokens = fate.result === "empty" ? 0 : shape.tokens;
-    let ended = false;
+    let done = false;
     try {
       if (fate.throw) throw fate.throw;
       await clock.sleep(fate.hang ? Number.MAX_SAFE_INTEGER : bent.firstMs, signal);
@@ -287,19 +305,19 @@ export function createWorld(
         if (i > 0 && i < tokens) await clock.sleep(shape.tokenMs, signal);
         if (i === bent.stallAt) await clock.sleep(bent.silentMs ?? 0, signal);
         if (i === bent.stopAt) {
-          ended = true;
+          done = true;
           attempt.result = bent.stop ?? "cut";
           if (bent.stop === "cut") throw terminated();
           return;
         }
         if (i < tokens) yield { text: token(i) };
       }
-      ended = true;
+      done = true;
       yield { finish: "stop", tokens };
     } finally {
-      if (!ended && (attempt.result === "ok" || attempt.result === "empty"))
+      if (!done && (attempt.result === "ok" || attempt.result === "empty"))
         attempt.result = "timeout";
-      attempt.endMs = elapsed();
+      ended();
     }
   }
 
@@ -319,7 +337,7 @@ export function createWorld(
         return text;
       }
       const { dep, call, signal, key } = request;
-      const { window, fate, attempt } = receive(request);
+      const { window, fate, attempt, ended } = receive(request);
       try {
         if (fate.throw) throw fate.throw;
         const isWrite = dep.name === scenario.api.name;
@@ -337,13 +355,13 @@ export function createWorld(
         if (fate.result === "ghost_write") attempt.result = "ok"; // the client waited long enough
         return isWrite ? `charged ${call}` : `answer to ${call}`;
       } finally {
-        attempt.endMs = elapsed();
+        ended();
       }
     },
     stream(request) {
-      const { fate, attempt, window } = receive(request);
+      const { fate, attempt, window, ended } = receive(request);
       const bent = bend(request.dep, window, fate.result === "ok");
-      return play(request.signal, fate, bent, attempt);
+      return play(request.signal, fate, bent, attempt, ended);
     },
     whole(call, value) {
       if (value === "") return false;

@@ -31,15 +31,15 @@ describe("long-runs: a night of forty runs under the watchdog", () => {
     const { mix } = LONG_RUNS;
     expect(night.runs).toBe(40);
     expect(night.faulted).toBe(40 - mix.none);
-    expect(night.recovered_by_tier).toEqual({
+    expect(night.recoveredByTier).toEqual({
       nudge: mix.stall,
       context_reset: mix.hard_stall + mix.bloat,
       rotation: mix.die,
     });
     // A hard freeze is nudged first, in vain; a crash loop's rotations all fail.
-    expect(night.failed_by_tier).toEqual({ nudge: mix.hard_stall, context_reset: 0, rotation: 3 });
+    expect(night.failedByTier).toEqual({ nudge: mix.hard_stall, context_reset: 0, rotation: 3 });
     expect(night.finished).toBe(40 - mix.crash_loop);
-    expect(night.gave_up).toBe(mix.crash_loop);
+    expect(night.gaveUp).toBe(mix.crash_loop);
     expect(night.verdicts).toMatchObject({
       stalled: mix.stall + mix.hard_stall,
       context_bloat: mix.bloat,
@@ -50,7 +50,7 @@ describe("long-runs: a night of forty runs under the watchdog", () => {
   it("pages: one per rotated run, and for the crash loop one rotation page and one give-up, where paging every bad look would send far more", () => {
     expect(night.pages).toBe(LONG_RUNS.mix.die + 2);
     expect(sessionsWith("page", /gave up/).size).toBe(1);
-    expect(night.pages_unthrottled).toBeGreaterThan(20 * night.pages);
+    expect(night.pagesUnthrottled).toBeGreaterThan(20 * night.pages);
   });
 
   it("the runs that never faulted were left alone", () => {
@@ -62,7 +62,7 @@ describe("long-runs: a night of forty runs under the watchdog", () => {
     const points = await meters.read();
     const agent = "agent=sim-long-runs";
     expect(points.get(`selfheal_watchdog_recoveries{${agent},tier=nudge,outcome=recovered}`)).toBe(
-      night.recovered_by_tier.nudge,
+      night.recoveredByTier.nudge,
     );
     expect(points.get(`selfheal_watchdog_recoveries{${agent},tier=rotation,outcome=gave_up}`)).toBe(
       1,
@@ -75,9 +75,35 @@ describe("long-runs: a night of forty runs under the watchdog", () => {
     expect(review.watchdog.sessions).toBe(40);
     expect(review.watchdog.gaveUp).toBe(1);
     expect(review.watchdog.tiers.map((t) => [t.tier, t.recovered])).toEqual([
-      ["nudge", night.recovered_by_tier.nudge],
-      ["context_reset", night.recovered_by_tier.context_reset],
-      ["rotation", night.recovered_by_tier.rotation],
+      ["nudge", night.recoveredByTier.nudge],
+      ["context_reset", night.recoveredByTier.context_reset],
+      ["rotation", night.recoveredByTier.rotation],
     ]);
+  });
+});
+
+describe("long-runs without the watchdog (the demo's second column)", () => {
+  it("the same night unsupervised: every faulted run is left unfinished, nobody is paged", async () => {
+    const minutes: number[] = [];
+    const alone = await runLongRuns(LONG_RUNS, {
+      supervise: false,
+      onMinute: (ms) => void minutes.push(ms),
+    });
+    expect(alone).toMatchObject({
+      supervised: false,
+      runs: 40,
+      faulted: night.faulted,
+      // A bloated context past the model's limit stops a run as surely as a freeze.
+      finished: LONG_RUNS.mix.none,
+      pages: 0,
+      gaveUp: 0,
+      recoveredByTier: { nudge: 0, context_reset: 0, rotation: 0 },
+    });
+    expect(alone.timeline).toEqual([]);
+    expect(alone.stepsPlanned).toBe(night.stepsPlanned);
+    expect(alone.stepsDone).toBeLessThan(0.85 * alone.stepsPlanned);
+    expect(night.stepsDone).toBeGreaterThan(0.95 * night.stepsPlanned);
+    // The progress ends at the night's end: 12:00:00 / 12:00:00.
+    expect(minutes.at(-1)).toBe(LONG_RUNS.durationMs);
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { BASELINES } from "../../bench/baselines.js";
 import { outcomeTable, type OutcomeRow } from "../../bench/outcome-table.js";
-import { runScenario } from "../../src/sim/run.js";
+import { NO_RECOVERY, runScenario } from "../../src/sim/run.js";
 import { SCENARIOS } from "../../src/sim/scenarios.js";
 import type { CallRecord } from "../../src/sim/world.js";
 
@@ -45,17 +45,21 @@ describe("the outcome benchmark", () => {
 });
 
 describe("baselines configured as their docs recommend", () => {
+  it("no recovery is the simulator's own policy, the demo's \"without selfheal\": one, not two", () => {
+    expect(BASELINES["no recovery"]).toBe(NO_RECOVERY.create);
+  });
+
   it("p-retry 6 fails over to the secondary: no user sees the provider outage", async () => {
     const r = await runScenario(scenario("provider-outage"), { policy: baseline("p-retry 6") });
-    expect(r.user_visible_failures).toBe(0);
-    expect(r.calls_per_provider.anthropic).toBeGreaterThan(0);
+    expect(r.userVisibleFailures).toBe(0);
+    expect(r.callsPerProvider.anthropic).toBeGreaterThan(0);
   });
 
   it("p-retry 6 and cockatiel 3 never retry a 4xx on the same route", async () => {
     for (const name of ["p-retry 6", "cockatiel 3"]) {
       const r = await runScenario(scenario("bad-request-storm"), { policy: baseline(name) });
-      expect(r.wasted_retries).toBe(0);
-      expect(r.calls_per_provider.payments).toBe(r.tasks); // the 401s were sent once each
+      expect(r.wastedRetries).toBe(0);
+      expect(r.callsPerProvider.payments).toBe(r.tasks); // the 401s were sent once each
     }
   });
 
@@ -77,7 +81,7 @@ describe("baselines configured as their docs recommend", () => {
     const r = await runScenario(scenario("flapping-dependency"), {
       policy: baseline("cockatiel 3"),
     });
-    expect(r.user_visible_failures).toBe(0);
-    expect(r.calls_per_provider.anthropic).toBeGreaterThan(0);
+    expect(r.userVisibleFailures).toBe(0);
+    expect(r.callsPerProvider.anthropic).toBeGreaterThan(0);
   });
 });

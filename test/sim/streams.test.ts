@@ -197,13 +197,13 @@ describe("the streams scenario: selfheal's sh.stream against plain streaming rea
   it("selfheal delivers every answer whole: no user-visible failure, no truncated answer, no page", async () => {
     const { result, calls } = await run("selfheal");
     expect(result.incidents).toBeGreaterThan(60);
-    expect(result.auto_recovery_rate).toBe(1);
-    expect(result.user_visible_failures).toBe(0);
-    expect(result.truncated_answers).toBe(0);
+    expect(result.autoRecoveryRate).toBe(1);
+    expect(result.userVisibleFailures).toBe(0);
+    expect(result.truncatedAnswers).toBe(0);
     expect(result.pages).toBe(0);
-    expect(result.wasted_retries).toBe(0);
+    expect(result.wastedRetries).toBe(0);
     // The secondary carried the bent streams.
-    expect(result.calls_per_provider.anthropic).toBeGreaterThan(60);
+    expect(result.callsPerProvider.anthropic).toBeGreaterThan(60);
     // Every answer the fleet got was the whole one (restart markers were honoured).
     const answers = calls.filter((c) => c.op === "complete");
     expect(answers).toHaveLength(result.tasks);
@@ -236,14 +236,14 @@ describe("the streams scenario: selfheal's sh.stream against plain streaming rea
     "%s reads streams plainly: answers cut short reach users as if whole, and count as failures",
     async (policy) => {
       const { result, calls } = await run(policy);
-      expect(result.truncated_answers).toBeGreaterThan(20);
-      expect(result.user_visible_failures).toBeGreaterThanOrEqual(result.truncated_answers);
+      expect(result.truncatedAnswers).toBeGreaterThan(20);
+      expect(result.userVisibleFailures).toBeGreaterThanOrEqual(result.truncatedAnswers);
       expect(result.diagnoses).toEqual({});
       // Each truncated answer came from a stream that ended without its finish event.
       const truncated = calls.filter(
         (c) => c.op === "complete" && !c.ok && c.attempts.at(-1)?.result === "no_finish",
       );
-      expect(truncated).toHaveLength(result.truncated_answers);
+      expect(truncated).toHaveLength(result.truncatedAnswers);
     },
   );
 
