@@ -21,7 +21,8 @@ class QuickestFirst extends BaseSequencer {
 /**
  * The vitest config Stryker runs (`npm run mutate`); `npm test` keeps vitest.config.ts.
  *
- * Left out: suites that run the built dist/ or a child process (the CLI, the examples). Stryker
+ * Left out: suites that run the built dist/ or a child process (the CLI, the examples, the packed
+ * tarball, the build itself). Stryker
  * switches mutants on inside the test process and mutates src/, so those suites can never kill a
  * mutant; they would only slow every run down. The property test runs 1,000 fault sequences
  * instead of 10,000: it covers most of recovery, so it runs for most mutants.
@@ -30,7 +31,13 @@ export default defineConfig({
   ...base,
   test: {
     ...base.test,
-    exclude: [...configDefaults.exclude, "test/cli/**", "test/examples.test.ts"],
+    exclude: [
+      ...configDefaults.exclude,
+      "test/cli/**",
+      "test/examples.test.ts",
+      "test/package/**",
+      "test/build.test.ts",
+    ],
     reporters: ["dot"],
     env: { SEQ: "1000" },
     sequence: { sequencer: QuickestFirst },

@@ -1,0 +1,245 @@
+/**
+ * Mutation testing, one folder of src/ at a time: `npm run mutate` (every folder) or
+ * `npm run mutate -- src/watchdog src/notify` (those only). A folder of src/ takes from minutes
+ * (src/notify) to an hour and more (src/engine) on 2 cores, so a run of every folder is a job of
+ * several hours; per folder, its figures can be measured when there is time and kept.
+ *
+ * For each folder: Stryker (stryker.config.mjs, with STRYKER_MUTATE, STRYKER_REPORT and
+ * STRYKER_INCREMENTAL naming the folder), then its entry in the committed summary,
+ * bench/results/mutation.json: mutant counts and score, with the commit and date it was measured
+ * on (and whether src/ or test/ had uncommitted changes); and its mutants left alive (survived or
+ * not covered), by file and line, in bench/results/mutation-survivors/<folder>.md: what the next
+ * round of tests should look at.
+ *
+ * score = (killed + timeout) / (killed + timeout + survived + no coverage), as Stryker counts it;
+ * ignored mutants (static ones, with ignoreStatic) and compile/runtime errors are left out of it.
+ * Target: 80 % on every folder.
+ */
+import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+
+const ROOT = new URL("../", import.meta.url);
+const SUMMARY = new URL("bench/results/mutation.json", ROOT);
+const SURVIVORS = new URL("bench/results/mutation-survivors/", ROOT);
+/** Files directly in src/ (the public entry, the clock, the errors) are measured as one group. */
+const TOP_LEVEL = "src/*.ts";
+const TARGET = 80;
+
+type Status =
+  | "Killed"
+  | "Survived"
+  | "Timeout"
+  | "NoCoverage"
+  | "Ignored"
+  | "CompileError"
+  | "RuntimeError"
+  | "Pending";
+
+interface Mutant {
+  status: Status;
+  mutatorName: string;
+  replacement?: string;
+  location: { start: { line: number; column: number } };
+}
+
+interface Report {
+  files: Record<string, { source: string; mutants: Mutant[] }>;
+  framework?: { version?: string };
+}
+
+interface Counts {
+  mutants: number;
+  killed: number;
+  survived: number;
+  timeout: number;
+  noCoverage: number;
+  ignored: number;
+  errors: number;
+  /** Detected / valid, percent (null: no valid mutant). */
+  score: number | null;
+  /** Detected / covered, percent: the score on the code the tests reach. */
+  scoreCovered: number | null;
+}
+
+interface FolderResult extends Counts {
+  /** The commit measured, and whether src/ or test/ differed from it. */
+  commit: string;
+  uncommittedChanges: boolean;
+  date: string;
+  node: string;
+  stryker: string | undefined;
+  /** Score per file, lowest first: where the tests are thinnest. */
+  files: Record<string, number | null>;
+}
+
+interface Summary {
+  /** Sum over the folders (which may have been measured on different commits: see each). */
+  overall: Counts;
+  folders: Record<string, FolderResult>;
+}
+
+function count(statuses: readonly Status[]): Counts {
+  const n = (...wanted: Status[]) => statuses.filter((s) => wanted.includes(s)).length;
+  return totals({
+    mutants: statuses.length,
+    killed: n("Killed"),
+    survived: n("Survived"),
+    timeout: n("Timeout"),
+    noCoverage: n("NoCoverage"),
+    ignored: n("Ignored"),
+    errors: n("CompileError", "RuntimeError"),
+  });
+}
+
+function totals(c: Omit<Counts, "score" | "scoreCovered">): Counts {
+  const detected = c.killed + c.timeout;
+  const percent = (part: number, whole: number) =>
+    whole === 0 ? null : Math.round((part / whole) * 10_000) / 100;
+  return {
+    ...c,
+    score: percent(detected, detected + c.survived + c.noCoverage),
+    scoreCovered: percent(detected, detected + c.survived),
+  };
+}
+
+/** The groups of src/: each folder, and the files directly in it. */
+function groups(): string[] {
+  const src = new URL("src/", ROOT);
+  const folders = readdirSync(src)
+    .filter((name) => statSync(new URL(name, src)).isDirectory())
+    .sort()
+    .map((name) => `src/${name}`);
+  return [...folders, TOP_LEVEL];
+}
+
+const slug = (group: string) =>
+  group === TOP_LEVEL ? "src-top-level" : group.replace(/[^A-Za-z0-9]+/g, "-");
+
+function git(...args: string[]): string {
+  return execFileSync("git", args, { cwd: ROOT, encoding: "utf8" }).trim();
+}
+
+function readSummary(): Summary {
+  if (!existsSync(SUMMARY)) return { overall: count([]), folders: {} };
+  const old = JSON.parse(readFileSync(SUMMARY, "utf8")) as Partial<Summary>;
+  return { overall: count([]), folders: old.folders ?? {} };
+}
+
+/** The mutants left alive in `report`, by file, as markdown. */
+function survivorsText(group: string, report: Report, commit: string): string {
+  const alive = Object.entries(report.files)
+    .map(([name, file]) => {
+      const lines = file.source.split("\n");
+      const left = file.mutants
+        .filter((m) => m.status === "Survived" || m.status === "NoCoverage")
+        .sort((a, b) => a.location.start.line - b.location.start.line)
+        .map((m) => {
+          const { line, column } = m.location.start;
+          const code = (lines[line - 1] ?? "").trim().slice(0, 120);
+          const to = (m.replacement ?? "").replace(/\s+/g, " ").slice(0, 80);
+          const kind = m.status === "NoCoverage" ? "no coverage" : "survived";
+          return `- ${line}:${column} ${kind}, ${m.mutatorName}: \`${code}\` -> \`${to}\``;
+        });
+      return { name: name.replaceAll("\\", "/"), left };
+    })
+    .filter((f) => f.left.length > 0)
+    .sort((a, b) => b.left.length - a.left.length || a.name.localeCompare(b.name));
+  return [
+    `# Mutants left alive in ${group} (Stryker, commit ${commit})`,
+    "",
+    "Survived or not covered; line numbers are those of that commit. Some are equivalent (no",
+    "observable difference); the rest are what the next tests should kill.",
+    ...alive.flatMap((f) => ["", `## ${f.name} (${f.left.length})`, "", ...f.left]),
+    "",
+  ].join("\n");
+}
+
+/** Runs Stryker over `group`; returns its folder entry and its survivors (null: Stryker failed). */
+function measure(group: string, commit: string, dirty: boolean): FolderResult | null {
+  const name = slug(group);
+  const report = `reports/mutation/${name}.json`;
+  const run = spawnSync("npx", ["stryker", "run"], {
+    cwd: ROOT,
+    stdio: "inherit",
+    env: {
+      ...process.env,
+      STRYKER_MUTATE: group === TOP_LEVEL ? TOP_LEVEL : `${group}/**/*.ts`,
+      STRYKER_REPORT: report,
+      STRYKER_INCREMENTAL: `reports/stryker-incremental-${name}.json`,
+    },
+  });
+  if (run.status !== 0) return null;
+  const data = JSON.parse(readFileSync(new URL(report, ROOT), "utf8")) as Report;
+  mkdirSync(SURVIVORS, { recursive: true });
+  writeFileSync(new URL(`${name}.md`, SURVIVORS), survivorsText(group, data, commit));
+  const files = Object.entries(data.files).map(([file, f]) => ({
+    file: file.replaceAll("\\", "/"),
+    statuses: f.mutants.map((m) => m.status),
+  }));
+  return {
+    ...count(files.flatMap((f) => f.statuses)),
+    commit,
+    uncommittedChanges: dirty,
+    date: new Date().toISOString().slice(0, 10),
+    node: process.version,
+    stryker: data.framework?.version,
+    files: Object.fromEntries(
+      files
+        .map((f) => [f.file, count(f.statuses).score] as const)
+        .sort((a, b) => (a[1] ?? 101) - (b[1] ?? 101) || a[0].localeCompare(b[0])),
+    ),
+  };
+}
+
+function write(summary: Summary): void {
+  const folders = Object.values(summary.folders);
+  const sum = (key: keyof Omit<Counts, "score" | "scoreCovered">) =>
+    folders.reduce((total, f) => total + f[key], 0);
+  summary.overall = totals({
+    mutants: sum("mutants"),
+    killed: sum("killed"),
+    survived: sum("survived"),
+    timeout: sum("timeout"),
+    noCoverage: sum("noCoverage"),
+    ignored: sum("ignored"),
+    errors: sum("errors"),
+  });
+  const sorted = Object.fromEntries(
+    Object.entries(summary.folders).sort(([a], [b]) => a.localeCompare(b)),
+  );
+  writeFileSync(SUMMARY, JSON.stringify({ ...summary, folders: sorted }, null, 2) + "\n");
+}
+
+const known = groups();
+const asked = process.argv.slice(2).map((a) => a.replace(/\/+$/, ""));
+const unknown = asked.filter((a) => !known.includes(a));
+if (unknown.length > 0) {
+  console.error(`mutate: not a group of src/: ${unknown.join(", ")} (groups: ${known.join(", ")})`);
+  process.exit(2);
+}
+const commit = git("rev-parse", "--short", "HEAD");
+const dirty = git("status", "--porcelain", "--", "src", "test") !== "";
+const summary = readSummary();
+let failed = false;
+for (const group of asked.length > 0 ? asked : known) {
+  console.log(
+    `\n=== mutate ${group} (commit ${commit}${dirty ? ", with uncommitted changes" : ""})`,
+  );
+  const result = measure(group, commit, dirty);
+  if (result === null) {
+    console.error(`mutate: Stryker failed on ${group}`);
+    failed = true;
+    continue;
+  }
+  summary.folders[group] = result;
+  write(summary); // after each folder: a long run stopped midway keeps what it measured
+}
+console.log("\nfolder                 score   killed survived timeout no-coverage  commit");
+for (const [group, c] of Object.entries(summary.folders).sort(([a], [b]) => a.localeCompare(b))) {
+  const flag = c.score !== null && c.score < TARGET ? `  below ${TARGET}%` : "";
+  console.log(
+    `${group.padEnd(20)} ${String(c.score ?? "-").padStart(7)}% ${String(c.killed).padStart(8)} ${String(c.survived).padStart(8)} ${String(c.timeout).padStart(7)} ${String(c.noCoverage).padStart(11)}  ${c.commit}${flag}`,
+  );
+}
+console.log(`wrote ${SUMMARY.pathname}`);
+process.exit(failed ? 1 : 0);
