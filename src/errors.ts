@@ -229,21 +229,33 @@ export class InFlightElsewhereError extends SelfHealError {
 export const isInFlightElsewhereError = (e: unknown): e is InFlightElsewhereError =>
   hasCode(e, "SELFHEAL_IN_FLIGHT_ELSEWHERE");
 
-/** Recovery ran out of options and a human was notified. `cause` is the last error. */
+/**
+ * Recovery ran out of options and the failure needs a person. `notified` says whether a notifier
+ * took the alert; `notifierConfigured` whether `recovery.notifiers` has any (without one, nobody
+ * is told: the message says so and names the option). `cause` is the last error.
+ */
 export class HumanEscalationRequiredError extends SelfHealError {
   readonly code = "SELFHEAL_ESCALATED";
   override readonly name = "HumanEscalationRequiredError";
+  /** Whether `recovery.notifiers` has a notifier (false: the escalation reached nobody). */
+  readonly notifierConfigured: boolean;
   constructor(
     readonly tool: string,
     readonly pattern: Pattern,
-    /** Whether a notification went out (false when throttled or no notifier is set). */
+    /** Whether a notification went out (false when throttled, failed or no notifier is set). */
     readonly notified: boolean,
-    options: { cause: unknown },
+    options: { cause: unknown; notifierConfigured?: boolean },
   ) {
-    super(
-      `selfheal: "${named(tool)}" failed with ${pattern} and could not be recovered; escalated to a human`,
-      options,
-    );
+    const configured = options.notifierConfigured ?? true;
+    const what = notified
+      ? "escalated to a human"
+      : configured
+        ? "it needs a human, but no alert went out for it (one of its kind was sent within recovery.throttleMs, or the notifiers failed: see the log)"
+        : "it needs a human, but no notifier is configured, so nobody was alerted (set recovery.notifiers: slackNotifier, webhookNotifier or pushoverNotifier from selfheal/notify)";
+    super(`selfheal: "${named(tool)}" failed with ${pattern} and could not be recovered; ${what}`, {
+      cause: options.cause,
+    });
+    this.notifierConfigured = configured;
   }
 }
 export const isHumanEscalationRequiredError = (e: unknown): e is HumanEscalationRequiredError =>

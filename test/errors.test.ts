@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import {
   HealthCheckFailedError,
+  HumanEscalationRequiredError,
+  isHumanEscalationRequiredError,
   isHealthCheckFailedError,
   isSelfHealClosedError,
   isSelfHealConfigError,
@@ -40,5 +42,36 @@ describe("error classes", () => {
     });
     expect(isToolTimeoutError(foreign)).toBe(true);
     expect(foreign instanceof ToolTimeoutError).toBe(false);
+  });
+});
+
+describe("HumanEscalationRequiredError says whether anyone was told", () => {
+  const cause = new Error("HTTP 503");
+  it.each([
+    [true, true, /could not be recovered; escalated to a human$/],
+    [
+      false,
+      true,
+      /it needs a human, but no alert went out for it \(one of its kind was sent within recovery\.throttleMs, or the notifiers failed: see the log\)$/,
+    ],
+    [
+      false,
+      false,
+      /it needs a human, but no notifier is configured, so nobody was alerted \(set recovery\.notifiers: slackNotifier, webhookNotifier or pushoverNotifier from selfheal\/notify\)$/,
+    ],
+  ])("notified %s, a notifier configured %s", (notified, notifierConfigured, message) => {
+    const error = new HumanEscalationRequiredError("lookup", "SERVICE_DOWN", notified, {
+      cause,
+      notifierConfigured,
+    });
+    expect(error.message).toMatch(message);
+    expect(error.message).not.toMatch(notified ? /nobody|no alert/ : /escalated to a human/);
+    expect(error).toMatchObject({ notified, notifierConfigured, cause });
+    expect(isHumanEscalationRequiredError(error)).toBe(true);
+  });
+
+  it("a notifier is taken as configured unless the error says otherwise (errors made before the field)", () => {
+    const error = new HumanEscalationRequiredError("t", "AUTH", true, { cause });
+    expect(error.notifierConfigured).toBe(true);
   });
 });

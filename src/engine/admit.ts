@@ -134,8 +134,12 @@ export function route<A, R>(tool: ToolRuntime<A, R>, now: number): Routed | Circ
 }
 
 /**
- * Every route closed: waits for the first to admit a call if that fits in the deadline (a real
- * answer beats a fast failure), else returns the CircuitOpenError to fail fast with.
+ * Every route closed: waits for the first to admit a call, if that is worth it, else returns the
+ * CircuitOpenError to fail fast with (its `retryAfterMs` says when to try again). A route whose
+ * breaker is open is waited for only when its probe is due within `recovery.maxProbeWaitMs` (2 s
+ * by default): a breaker exists so callers do not wait, and a dead dependency costs each call at
+ * most that bound. A route that is only cooling down after a 429 is waited for within the
+ * deadline: throttling is not an outage, its Retry-After is honoured and no probe is needed.
  */
 export async function waitForRoute<A, R>(
   engine: Engine,
@@ -144,15 +148,38 @@ export async function waitForRoute<A, R>(
   closed: CircuitOpenError,
 ): Promise<Routed | CircuitOpenError> {
   const { clock, recovery } = engine.options;
+  const lastStart = c.deadlineAt - MIN_ATTEMPT_MS;
+  // The whole wait for a probe is bounded, however often the routes are looked at again.
+  const probeBy = Math.min(clock.now() + recovery.maxProbeWaitMs, lastStart);
   let routed: Routed | CircuitOpenError = closed;
-  while (
-    routed instanceof CircuitOpenError &&
-    routed.retryAfterMs + MIN_ATTEMPT_MS <= c.deadlineAt - clock.now()
-  ) {
+  while (routed instanceof CircuitOpenError) {
+    const now = clock.now();
+    const until = worthWaitingUntil(tool, now, probeBy, lastStart);
+    if (until === undefined) break;
     // Look again at least every second: a probe may close the breaker before its lease ends.
+    // Spread (callers that waited together do not all come back at once), never past the bound.
     const wait = Math.min(ROUTE_POLL_MS, routed.retryAfterMs);
-    await clock.sleep(spreadWait(wait, recovery.random), c.call.signal);
+    await clock.sleep(Math.min(spreadWait(wait, recovery.random), until - now), c.call.signal);
     routed = route(tool, clock.now());
   }
   return routed;
+}
+
+/**
+ * The latest a call may wait until for the route that admits a call soonest, among those worth
+ * waiting for (see waitForRoute); undefined when none is.
+ */
+function worthWaitingUntil<A, R>(
+  tool: ToolRuntime<A, R>,
+  now: number,
+  probeBy: number,
+  lastStart: number,
+): number | undefined {
+  let soonest: { at: number; until: number } | undefined;
+  for (const r of tool.routes) {
+    const at = now + r.breaker.retryAfterMs(now);
+    const until = r.breaker.state(now) === "closed" ? lastStart : probeBy;
+    if (at <= until && (!soonest || at < soonest.at)) soonest = { at, until };
+  }
+  return soonest?.until;
 }

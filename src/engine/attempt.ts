@@ -1,7 +1,7 @@
 import { context } from "@opentelemetry/api";
 import type { Clock } from "../clock.js";
 import type { ToolMetricLabels } from "../telemetry/metrics.js";
-import { EmptyResponseError, ToolTimeoutError } from "../errors.js";
+import { EmptyResponseError, isSelfHealError, ToolTimeoutError } from "../errors.js";
 import { EXPIRE, type Deadline, type Expiring } from "../deadline.js";
 import { attemptCost } from "../recovery/providers.js";
 import { describeThrown, redact } from "../telemetry/redact.js";
@@ -101,7 +101,7 @@ class RunningAttempt<R> extends AttemptContext implements Expiring {
     try {
       result = spec.enter ? context.with(spec.parent, fn, undefined, args, this) : fn(args, this);
     } catch (error) {
-      if (this.#settle()) this.#sink.failed(error, this); // a throw before returning a promise
+      this.#fail(error); // a throw before returning a promise
       return;
     }
     // A native promise is used as is; a value or a thenable is adopted.
@@ -110,6 +110,34 @@ class RunningAttempt<R> extends AttemptContext implements Expiring {
         if (this.#settle()) this.#sink.answered(value, this);
       },
       (error: unknown) => {
+        this.#fail(error);
+      },
+    );
+  }
+
+  /**
+   * The tool threw. A thrown promise is an `await` left out (`throw HttpResponseError.from(res)`):
+   * the error it resolves to is what the tool meant to throw, so it is awaited (the attempt's
+   * deadline and the caller's abort still apply) and that error is diagnosed and passed on; the
+   * log says once per tool how to fix the tool. A promise that resolves to anything else, or
+   * rejects, stays the thrown value.
+   */
+  #fail(error: unknown): void {
+    if (this.#done) return;
+    const thrown = thenable(error);
+    if (!thrown) {
+      if (this.#settle()) this.#sink.failed(error, this);
+      return;
+    }
+    this.#engine.warnOnce(
+      `${this.#tool}\0thenable`,
+      `selfheal: tool "${this.#tool}" threw a Promise, not an error: an await is missing (write \`throw await HttpResponseError.from(res)\`, not \`throw HttpResponseError.from(res)\`). selfheal awaited it and diagnosed the error it resolved to; add the await so the tool throws the error itself.`,
+    );
+    thrown.then(
+      (value) => {
+        if (this.#settle()) this.#sink.failed(isErrorLike(value) ? value : error, this);
+      },
+      () => {
         if (this.#settle()) this.#sink.failed(error, this);
       },
     );
@@ -143,6 +171,27 @@ class RunningAttempt<R> extends AttemptContext implements Expiring {
     this.abort(reason);
     this.#sink.failed(reason, this);
   }
+}
+
+/**
+ * A thrown value that is a promise or thenable, adopted as a native promise; undefined for any
+ * other value. A hostile value (a getter that throws, a Proxy) is no thenable.
+ */
+function thenable(value: unknown): Promise<unknown> | undefined {
+  if ((typeof value !== "object" && typeof value !== "function") || value === null)
+    return undefined;
+  try {
+    if (typeof (value as { then?: unknown }).then !== "function") return undefined;
+    // A thenable's `then` runs here, once; one that throws makes the promise reject.
+    return Promise.resolve(value as PromiseLike<unknown>);
+  } catch {
+    return undefined;
+  }
+}
+
+/** What a tool meant to throw: an Error, or selfheal's own (from any copy of the package). */
+function isErrorLike(value: unknown): boolean {
+  return value instanceof Error || isSelfHealError(value);
 }
 
 /** Starts one run of the tool; `sink` hears how it ended. */

@@ -118,9 +118,9 @@ export class EngineState implements Engine {
     return this.closing !== undefined;
   }
 
-  warnOnce(tool: string, message: string): void {
-    if (this.warned.has(tool)) return;
-    this.warned.add(tool);
+  warnOnce(key: string, message: string): void {
+    if (this.warned.has(key)) return;
+    this.warned.add(key);
     this.options.logger.warn(message);
   }
 

@@ -60,8 +60,11 @@ export interface Engine {
   degrade(): void;
   /** Delivers a finished recovery to listeners and the event log. */
   recordRecovery(event: RecoveryEvent): void;
-  /** Says once per tool how to make its writes recoverable. */
-  warnOnce(tool: string, message: string): void;
+  /**
+   * Logs `message` the first time `key` is seen (a tool's name: how to make its writes
+   * recoverable; a key of its own for each other once-only warning).
+   */
+  warnOnce(key: string, message: string): void;
 }
 
 /** A route of a tool: a provider (undefined for a tool without one) and its breaker. */

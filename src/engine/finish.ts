@@ -49,7 +49,10 @@ export function endCall<A, R>(
   if (c.span.isRecording()) c.span.end(spanTime(now));
   else c.span.end();
   try {
-    if (ending.signal !== false) options.store.recordCall(record, now);
+    if (ending.signal !== false) {
+      options.store.recordCall(record, now);
+      engine.health.noteRecord();
+    }
   } catch (error) {
     options.logger.warn(
       `selfheal: signal store failed to record a call: ${redact(describeThrown(error))}`,

@@ -3,6 +3,7 @@
 // engine imports.
 import type { MeterProvider, TracerProvider } from "@opentelemetry/api";
 import { systemClock, type Clock } from "../clock.js";
+import { SelfHealConfigError } from "../errors.js";
 import { MemorySignalStore } from "../health/memory-store.js";
 import type { SignalStore } from "../health/store.js";
 import type { HealthThresholds, ThresholdOverrides } from "../health/thresholds.js";
@@ -24,6 +25,7 @@ import {
   numbers,
   object,
   optionalBoolean,
+  show,
   withMethods,
 } from "./options/validate.js";
 
@@ -130,6 +132,12 @@ export function resolveOptions(input: unknown): ResolvedOptions {
   const o = object(input, "options");
   knownKeys(o, TOP_LEVEL, "");
   nonEmptyString(o.agent, "agent");
+  if (typeof o.store === "string") {
+    throw new SelfHealConfigError(
+      "store",
+      `expected an object, got string: a store is a SignalStore; for Redis, pass redisStore({ url: ${show(o.store)} }) from selfheal/redis (sh.close() closes the connection it opens)`,
+    );
+  }
   if (o.store !== undefined) withMethods(o.store, "store", ["recordCall", "recordTask", "read"]);
   if (o.clock !== undefined) withMethods(o.clock, "clock", ["now", "sleep", "setTimer"]);
   if (o.tracerProvider !== undefined)

@@ -7,7 +7,9 @@ import { attemptCost } from "../recovery/providers.js";
 import { STRATEGY_REGISTRY } from "../recovery/strategies/index.js";
 import {
   BudgetStop,
+  THIN_EVIDENCE,
   type AttemptOutcome,
+  type Escalation,
   type AttemptRequest,
   type Failure,
   type RecoveryRun,
@@ -141,7 +143,9 @@ class Recovery<A, R> implements RecoveryRun {
   readonly settings: ResolvedRecovery;
   readonly clock: Clock;
   readonly random: () => number;
+  readonly retryWaitLimitMs: number;
   last: Failure;
+  retriesLeft: number;
   private attempts = 0;
   private costUsd = 0;
   private differentialUsd = 0;
@@ -165,6 +169,10 @@ class Recovery<A, R> implements RecoveryRun {
     this.clock = options.clock;
     this.random = options.recovery.random;
     this.last = input.first;
+    // The plan rests on the first failure's diagnosis: its evidence sets what retrying may cost.
+    const thin = input.first.diagnosis.evidence !== "structured";
+    this.retriesLeft = thin ? THIN_EVIDENCE.retries : Number.POSITIVE_INFINITY;
+    this.retryWaitLimitMs = thin ? THIN_EVIDENCE.maxWaitMs : Number.POSITIVE_INFINITY;
   }
 
   async run(): Promise<RecoveryResult> {
@@ -199,6 +207,8 @@ class Recovery<A, R> implements RecoveryRun {
   async attempt(request: AttemptRequest): Promise<AttemptOutcome> {
     const { engine, input, clock } = this;
     if (this.sameRouteRefused(request.provider)) return { ok: false, rejected: true };
+    const retry = this.failedProviders.has(request.provider);
+    if (retry && this.retryRefused(request.waitMs)) return { ok: false, rejected: true };
     const left = this.timeLeft();
     if (left < MIN_ATTEMPT_MS) return { ok: false, rejected: true };
     // Reserve the expected cost first, so concurrent calls of a task cannot overspend it together;
@@ -210,6 +220,7 @@ class Recovery<A, R> implements RecoveryRun {
     const admission = breaker.admit(admittedAt);
     if (admission === "rejected") return { ok: false, rejected: true };
     input.budget.spend(expected);
+    if (retry) this.retriesLeft--;
     const number = 1 + ++this.attempts;
     const probe = admission === "probe";
     // Later attempts start from the timeout asked for, never from a probe's bound.
@@ -266,6 +277,7 @@ class Recovery<A, R> implements RecoveryRun {
   canAttempt(provider: string | undefined, waitMs: number): boolean {
     // The attempt guard would refuse it: never wait for it (a retry loop would wait out the call).
     if (this.sameRouteRefused(provider)) return false;
+    if (this.failedProviders.has(provider) && this.retryRefused(waitMs)) return false;
     this.mustAfford(this.expectedCost(provider));
     return (
       waitMs + MIN_ATTEMPT_MS <= this.timeLeft() &&
@@ -303,10 +315,19 @@ class Recovery<A, R> implements RecoveryRun {
     this.engine.degrade();
   }
 
-  async escalate(): Promise<boolean> {
+  async escalate(): Promise<Escalation> {
     const { engine, clock } = this;
     const { agent } = engine.options;
     const pattern = this.last.diagnosis.pattern;
+    if (engine.options.recovery.notifiers.length === 0) {
+      engine.warnOnce(
+        "\0escalation without a notifier",
+        `selfheal: "${this.tool}" failed with ${pattern} and needs a human, but no notifier is configured, so nobody was alerted. ` +
+          `Set recovery.notifiers (slackNotifier, webhookNotifier or pushoverNotifier from selfheal/notify) to be paged. ` +
+          `Said once: later escalations say so in their HumanEscalationRequiredError and recovery event only.`,
+      );
+      return { notified: false, notifierConfigured: false };
+    }
     const sending = engine.escalator.escalate({
       kind: `${agent}/${this.tool}/${pattern}`,
       title: `${agent}: ${this.tool} is failing (${pattern})`,
@@ -322,7 +343,7 @@ class Recovery<A, R> implements RecoveryRun {
       () => false,
     );
     try {
-      return await Promise.race([sending, deadline]);
+      return { notified: await Promise.race([sending, deadline]), notifierConfigured: true };
     } finally {
       controller.abort();
     }
@@ -331,6 +352,11 @@ class Recovery<A, R> implements RecoveryRun {
   /** The one guard for every strategy: never the same route again after a pattern retrying cannot fix. */
   private sameRouteRefused(provider: string | undefined): boolean {
     return provider === this.last.provider && !this.last.diagnosis.retryable;
+  }
+
+  /** A retry on a route this call failed on that the evidence does not pay for (THIN_EVIDENCE). */
+  private retryRefused(waitMs: number): boolean {
+    return this.retriesLeft <= 0 || waitMs > this.retryWaitLimitMs;
   }
 
   private timeLeft(): number {

@@ -168,7 +168,8 @@ class Instance implements SelfHealing {
   async status(): Promise<AgentStatus> {
     const { engine } = this;
     if (engine.closed()) throw new SelfHealClosedError("status() was called");
-    const report = await engine.health.current();
+    // Asked on purpose: never the cached report of before the calls just made (health.fresh).
+    const report = await engine.health.fresh();
     const readOnly = modeOf(report, engine.degraded(report)) === "read-only";
     const now = engine.options.clock.now();
     return agentStatus(report, readOnly, engine.breakers, engine.routesByTool, now);
@@ -190,8 +191,17 @@ class Instance implements SelfHealing {
   }
 
   spanProcessor(): HealthSpanProcessor {
-    const { store, clock, agent, logger } = this.engine.options;
-    return new HealthSpanProcessor({ store, clock, defaultAgent: agent, logger });
+    const { engine } = this;
+    const { store, clock, agent, logger } = engine.options;
+    return new HealthSpanProcessor({
+      store,
+      clock,
+      defaultAgent: agent,
+      logger,
+      onRecord: () => {
+        engine.health.noteRecord();
+      },
+    });
   }
 
   close(): Promise<void> {
@@ -220,6 +230,7 @@ class Instance implements SelfHealing {
     const { store, agent, clock, logger } = this.engine.options;
     try {
       store.recordTask({ agent, outcome }, clock.now());
+      this.engine.health.noteRecord();
     } catch (error) {
       logger.warn(
         `selfheal: signal store failed to record a task: ${redact(describeThrown(error))}`,

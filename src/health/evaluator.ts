@@ -31,7 +31,7 @@ export interface ScopeHealth {
 /** Health of an agent (its own signals) and of each of its tools. */
 export interface HealthReport extends ScopeHealth {
   agent: string;
-  /** When it was computed (clock ms). */
+  /** When it was computed (clock ms, a whole number: the time read, rounded down). */
   at: number;
   tools: Record<string, ScopeHealth>;
   /** True when the signal store could not be read and this is the last known report. */
@@ -59,6 +59,12 @@ export interface HealthEvaluatorOptions {
   onChange(event: StatusChangeEvent): void;
   onStoreError(error: unknown): void;
 }
+
+/**
+ * The longest `fresh()` (what `status()` reads) waits for a store that answers later, real ms; a
+ * Redis store gives up on its own sooner (`commandTimeoutMs`, 500 ms by default).
+ */
+export const FRESH_READ_WAIT_MS = 1_000;
 
 /** Key of a scope in the evaluator's maps (tool names are user text, so they get a prefix). */
 const scopeKey = (tool: string | undefined) => (tool === undefined ? "agent" : `tool:${tool}`);
@@ -116,12 +122,16 @@ function successRate(s: ScopeSignals, t: HealthThresholds): SignalReading {
  * cached for `cacheMs`; every evaluation compares with the previous one and reports transitions.
  * A store that answers later (Redis) is read stale-while-revalidate: once there is a report, a
  * caller gets it at once and the new one is read in the background, so only the first read of
- * an evaluator waits on the store.
+ * an evaluator waits on the store. The call path reads through `current()` (the cache keeps it
+ * cheap); a reader that asks on purpose (`status()`) reads through `fresh()`, which reads again
+ * once records came after the cached report (a status read right after calls counts them).
  */
 export class HealthEvaluator {
   private cached: HealthReport | undefined;
   /** The cached report must not be served as fresh (see invalidate). */
   private expired = false;
+  /** A record reached the store since the last read of it began (see noteRecord). */
+  private recorded = false;
   private pending: Promise<HealthReport> | undefined;
   private readonly previous = new Map<string, HealthStatus>();
   private readonly baselines = new Map<string, { ms: number; at: number }>();
@@ -150,6 +160,45 @@ export class HealthEvaluator {
     ]);
   }
 
+  /**
+   * For a reader that asks on purpose (`status()`): the cached report while it is fresh and no
+   * record reached the store since it was read; otherwise a new one. From a store that answers
+   * later (Redis) it waits for the read (one already in flight is shared) at most
+   * FRESH_READ_WAIT_MS of real time: a hung store never holds the reader, who then gets the last
+   * report marked `stale`. The call path keeps `current()`: one flag set per record is all this
+   * costs it.
+   */
+  fresh(now = this.options.clock.now()): HealthReport | Promise<HealthReport> {
+    const cached = this.cached;
+    if (cached && !this.expired && !this.recorded && now - cached.at < this.options.cacheMs)
+      return cached;
+    const next = this.refresh(now);
+    if (!(next instanceof Promise)) return next;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<HealthReport>((resolve) => {
+      // Real time, not the injected clock: a virtual clock may stand still while the store hangs.
+      timer = setTimeout(() => {
+        const last = this.cached ?? {
+          agent: this.options.agent,
+          status: "healthy",
+          signals: [],
+          tools: {},
+          at: Math.floor(now),
+        };
+        resolve({ ...last, stale: true });
+      }, FRESH_READ_WAIT_MS);
+      timer.unref();
+    });
+    return Promise.race([next, late]).finally(() => {
+      clearTimeout(timer);
+    });
+  }
+
+  /** A call or task was recorded in the store: `fresh()` reads it again. */
+  noteRecord(): void {
+    this.recorded = true;
+  }
+
   /** The last report computed, without evaluating. */
   get last(): HealthReport | undefined {
     return this.cached;
@@ -163,8 +212,11 @@ export class HealthEvaluator {
     this.expired = true;
   }
 
+  /** Reads the store and evaluates; a read already in flight is shared (never two at once). */
   private refresh(now: number): HealthReport | Promise<HealthReport> {
     if (this.pending) return this.pending;
+    // Records made from here on are the next read's: the flag goes down before this one starts.
+    this.recorded = false;
     let read: AgentSignals | Promise<AgentSignals>;
     try {
       read = this.options.store.read(this.options.agent, now);
@@ -190,7 +242,7 @@ export class HealthEvaluator {
       signals: [],
       tools: {},
     };
-    this.cached = { ...base, at: now, stale: true };
+    this.cached = { ...base, at: Math.floor(now), stale: true };
     this.expired = false;
     return this.cached;
   }
@@ -201,7 +253,12 @@ export class HealthEvaluator {
     for (const [name, toolSignals] of signals.tools) {
       tools[name] = this.scope(name, toolSignals, this.options.thresholds(name), now);
     }
-    const report: HealthReport = { agent: this.options.agent, at: now, ...agent, tools };
+    const report: HealthReport = {
+      agent: this.options.agent,
+      at: Math.floor(now), // whole ms: read as a timestamp
+      ...agent,
+      tools,
+    };
     this.cached = report;
     this.expired = false;
     this.emitChanges(report, now);

@@ -98,6 +98,8 @@ export interface HealthSpanProcessorOptions {
   /** Agent to count a span under when it has no `gen_ai.agent.name`. */
   defaultAgent: string;
   logger: { warn(message: string): void };
+  /** Told after each call recorded (the instance's status reads the store again). */
+  onRecord?: () => void;
 }
 
 /**
@@ -159,6 +161,7 @@ export class HealthSpanProcessor {
         },
         this.options.clock.now(),
       );
+      this.options.onRecord?.();
     } catch (error) {
       this.options.logger.warn(
         `selfheal: signal store failed to record a span: ${redact(describeThrown(error))}`,

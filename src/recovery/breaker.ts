@@ -35,6 +35,13 @@ export const DEFAULT_BREAKER: BreakerOptions = {
   windowMs: 5 * 60_000,
 };
 
+/**
+ * The longest a call that finds every route open waits for the half-open probe, ms (default
+ * `recovery.maxProbeWaitMs`): a breaker exists so callers do not wait. Any longer and the call
+ * fails at once with when to try again.
+ */
+export const DEFAULT_MAX_PROBE_WAIT_MS = 2_000;
+
 /** How much longer a probe's lease lasts than the probe's own timeout, ms. */
 const PROBE_LEASE_MARGIN_MS = 1_000;
 

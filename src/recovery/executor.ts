@@ -3,6 +3,10 @@ import type { StrategyName } from "../telemetry/conventions.js";
 import { BudgetStop, type RecoveryRun } from "./strategy.js";
 import { STRATEGY_REGISTRY } from "./strategies/index.js";
 
+/** Why a same-route step is skipped once thin evidence had its retry. */
+export const THIN_RETRY_SPENT =
+  "without a status, code or error class, a call gets one short retry, already made";
+
 /** How a recovery chain ended. */
 export type ChainResult =
   | { outcome: "recovered"; value: unknown; provider: string | undefined; fallback: boolean }
@@ -27,8 +31,9 @@ export interface ChainOptions {
  * Runs a recovery chain: each strategy in turn until one recovers the call or ends it; when a
  * strategy gives up, the next runs. Safety is enforced here, once for every strategy: a write
  * without an idempotency key is never sent again, no step retries the same route after a
- * pattern that retrying cannot fix, and a diagnosis from wording alone never opens a breaker,
- * makes the agent read-only or pages a person.
+ * pattern that retrying cannot fix, a diagnosis from wording alone never opens a breaker, makes
+ * the agent read-only or pages a person, and once thin evidence has had its one short retry no
+ * step retries the same route again (see THIN_EVIDENCE).
  */
 export async function runChain(
   run: RecoveryRun,
@@ -46,7 +51,9 @@ export async function runChain(
             ? `${run.last.diagnosis.pattern} is never retried on the same route`
             : strategy.shared && run.last.diagnosis.evidence !== "structured"
               ? "wording alone never acts beyond the call"
-              : strategy.inapplicable?.(run);
+              : strategy.sameRoute && run.retriesLeft <= 0
+                ? THIN_RETRY_SPENT
+                : strategy.inapplicable?.(run);
       if (skip !== undefined) {
         options.onStep(name, skip);
         continue;

@@ -34,6 +34,15 @@ export interface StrategySettings {
   baseTimeoutMs: number;
 }
 
+/**
+ * What thin evidence buys. A plan that rests on wording alone (a message regex: user text echoed
+ * into an error may say "rate limit exceeded") or on nothing at all (UNKNOWN) sends the call again
+ * on a route it already failed on at most once, after at most 1 s; another route is not a retry
+ * (failover still runs). Structured evidence (status, code, class, errno) keeps the plan's own
+ * schedule. "Thin evidence buys one short retry, never a minute."
+ */
+export const THIN_EVIDENCE = { retries: 1, maxWaitMs: 1_000 } as const;
+
 /** One recovery of one failed call, as strategies see it. */
 export interface RecoveryRun {
   readonly tool: string;
@@ -46,14 +55,26 @@ export interface RecoveryRun {
   readonly settings: StrategySettings;
   readonly clock: Clock;
   /**
+   * Retries this call may still send on a route it already failed on: unlimited (Infinity) when
+   * the plan rests on structured evidence, else what is left of THIN_EVIDENCE.retries.
+   */
+  readonly retriesLeft: number;
+  /**
+   * The longest such a retry may wait, ms: Infinity on structured evidence (the server's
+   * Retry-After and the plan's backoff decide), else THIN_EVIDENCE.maxWaitMs. A strategy cuts
+   * its own delay to it; a server's longer wait is never cut, the retry is skipped instead.
+   */
+  readonly retryWaitLimitMs: number;
+  /**
    * Runs the tool once more, its timeout cut to the time left. Throws `BudgetStop` when the
    * task's budget cannot pay for it; `rejected` when the route's breaker or the deadline refuse it.
    */
   attempt(request: AttemptRequest): Promise<AttemptOutcome>;
   /**
    * Check before waiting: whether an attempt on `provider` could be sent after `waitMs` (the
-   * call's deadline and the route's breaker allow it). Throws `BudgetStop` when the budget could
-   * not pay for it, so nobody sleeps for an attempt that will never be sent.
+   * call's deadline, the route's breaker and the evidence's retry allowance permit it). Throws
+   * `BudgetStop` when the budget could not pay for it, so nobody sleeps for an attempt that will
+   * never be sent.
    */
   canAttempt(provider: string | undefined, waitMs: number): boolean;
   /** Ms until the route admits a call (open breaker, probe out, cooling down after a 429). */
@@ -68,8 +89,16 @@ export interface RecoveryRun {
   fallback(): Promise<{ value: unknown } | undefined>;
   /** Puts the agent in read-only mode until health recovers. */
   degrade(): void;
-  /** Alerts humans (throttled); true when a notifier took it. */
-  escalate(): Promise<boolean>;
+  /** Alerts humans (throttled): whether a notifier took it, and whether any is configured. */
+  escalate(): Promise<Escalation>;
+}
+
+/** How an escalation went. */
+export interface Escalation {
+  /** A notifier took the alert. */
+  notified: boolean;
+  /** `recovery.notifiers` has any notifier (false: nobody could be told). */
+  notifierConfigured: boolean;
 }
 
 /** Where a strategy left the call. */

@@ -3,6 +3,7 @@ import type { Cluster, Redis } from "ioredis";
 import { ioredis } from "./peer.js";
 import type { Clock } from "../clock.js";
 import { systemClock } from "../clock.js";
+import { closedWithInstances } from "../engine/options.js";
 import { SelfHealConfigError } from "../errors.js";
 import { MAX_TOOLS_PER_AGENT, MemorySignalStore, OVERFLOW_TOOL } from "../health/memory-store.js";
 import {
@@ -236,6 +237,11 @@ export class RedisSignalStore implements SignalStore {
       this.prefix,
     );
     this.schedule();
+    // The store opens connections of its own (its client when made from `url`, and the breaker
+    // channel's subscriber): however it was made (`redisStore()`, or `new RedisSignalStore()`),
+    // the instances that use it close it, the last one to close; a client the user passed stays
+    // the user's (close() never quits it).
+    closedWithInstances(this);
   }
 
   recordCall(record: CallRecord, now: number): void {
@@ -706,7 +712,10 @@ export class RedisSignalStore implements SignalStore {
   }
 }
 
-/** A store of health signals in Redis, shared by every worker that uses the same prefix. */
+/**
+ * A store of health signals in Redis, shared by every worker that uses the same prefix; closed by
+ * the `close()` of the instances that use it (see the constructor).
+ */
 export function redisStore(options: RedisStoreOptions): RedisSignalStore {
   return new RedisSignalStore(options);
 }

@@ -623,6 +623,24 @@ describe("createSelfHealing refuses a bad option, naming the field and the probl
       "recovery.baseTimeoutMs",
       /must be >= 1/,
     ],
+    [
+      "negative maxProbeWaitMs",
+      { recovery: { maxProbeWaitMs: -1 } },
+      "recovery.maxProbeWaitMs",
+      /must be >= 0, got -1/,
+    ],
+    [
+      "maxProbeWaitMs not a number",
+      { recovery: { maxProbeWaitMs: "2s" } },
+      "recovery.maxProbeWaitMs",
+      /expected a finite number, got 2s/,
+    ],
+    [
+      "maxProbeWaitMs past the longest timer",
+      { recovery: { maxProbeWaitMs: TOO_LONG } },
+      "recovery.maxProbeWaitMs",
+      /must be <= 2147483647/,
+    ],
     ["negative budgetUsd", { recovery: { budgetUsd: -1 } }, "recovery.budgetUsd", /must be >= 0/],
     [
       "budgetUsd not a number",
@@ -1307,10 +1325,15 @@ describe("defaults and overrides, as behaviour shows them", () => {
       return { error: error as { notified: boolean }, warnings };
     }
 
-    it("no notifiers by default: an escalation notifies no one and logs nothing", async () => {
+    it("no notifiers by default: an escalation notifies no one, and its error and the log say so, naming recovery.notifiers", async () => {
       const { error, warnings } = await escalate({});
       expect(error.notified).toBe(false);
-      expect(warnings).toEqual([]);
+      expect((error as unknown as Error).message).toMatch(
+        /no notifier is configured, so nobody was alerted/,
+      );
+      expect(warnings).toEqual([
+        expect.stringMatching(/no notifier is configured.*recovery\.notifiers/),
+      ]);
     });
 
     /** A notifier that never answers (until aborted). */

@@ -387,13 +387,14 @@ describe("every route closed", () => {
     expect(b.events.at(-1)).toMatchObject({ outcome: "error", errorType: "CircuitOpenError" });
   });
 
-  it("the call waits for the route when the wait and 100 ms for the attempt fit in its deadline", async () => {
+  it("the call waits for the route when the wait (at most recovery.maxProbeWaitMs, 2 s) and 100 ms for the attempt fit in its deadline", async () => {
     const b = breakable();
     await b.t({ sku: "a" }).catch(() => undefined);
     const opened = b.clock.now();
     b.recover();
-    // 5 s until the probe + 100 ms: exactly fits.
-    const waited = b.clock.run(b.t({ sku: "b" }, { deadlineMs: 5_100 }), { stepMs: 100 });
+    await b.clock.advance(3 * S);
+    // 2 s until the probe + 100 ms: exactly fits.
+    const waited = b.clock.run(b.t({ sku: "b" }, { deadlineMs: 2_100 }), { stepMs: 100 });
     await expect(waited).resolves.toBe("stock");
     expect(b.ranAt.at(-1)).toBe(opened + 5 * S);
   });
@@ -402,10 +403,11 @@ describe("every route closed", () => {
     const b = breakable();
     await b.t({ sku: "a" }).catch(() => undefined);
     b.recover();
+    await b.clock.advance(3 * S);
     const runs = b.ranAt.length;
-    const error = await b.t({ sku: "b" }, { deadlineMs: 5_099 }).catch((e: unknown) => e);
+    const error = await b.t({ sku: "b" }, { deadlineMs: 2_099 }).catch((e: unknown) => e);
     expect(isCircuitOpenError(error)).toBe(true);
-    expect((error as CircuitOpenError).retryAfterMs).toBe(5 * S);
+    expect((error as CircuitOpenError).retryAfterMs).toBe(2 * S);
     expect(b.ranAt).toHaveLength(runs);
   });
 

@@ -255,26 +255,48 @@ describe("which route, and when", () => {
     expect(await timed(clock, () => t("c"))).toMatchObject({ value: "openai" });
   });
 
-  it("every route closed: a call waits for the probe within its deadline rather than fail fast", async () => {
+  it("every route closed: a call fails fast with retryAfterMs unless the probe is due within recovery.maxProbeWaitMs (2 s) and its deadline; then it waits for it", async () => {
     const { sh, clock } = setup({ plans: { SERVICE_DOWN: ["circuit_break"] } });
     let up = false;
     const t = sh.tool("inventory", { readOnly: true }, () => {
       if (!up) throw thrownFault("http_503");
       return "stock";
     });
-    await timed(clock, () => t("x")); // opens the breaker for 5 s
+    await t("x").catch(() => undefined); // opens the breaker for 5 s (no time passes)
+    const openedAt = clock.now();
     up = true;
-    const waited = await timed(clock, () => t("x"));
+    const fast = await timed(clock, () => t("x"));
+    expect(fast.ms).toBe(0); // 5 s to the probe: no wait, it says when to come back
+    expect((fast as { error: CircuitOpenError }).error.retryAfterMs).toBe(5 * S);
+    await clock.advance(3_500 - (clock.now() - openedAt));
+    const waited = await timed(clock, () => t("x")); // the probe is 1.5 s away: worth the wait
     expect(waited).toMatchObject({ value: "stock" });
-    expect(waited.ms).toBeGreaterThanOrEqual(4_900);
-    const { sh: sh2, clock: clock2 } = setup({ plans: { SERVICE_DOWN: ["circuit_break"] } });
-    const u = sh2.tool("inventory", { readOnly: true, deadlineMs: 1 * S }, () => {
+    expect(waited.ms).toBe(1_500);
+    // Raised, the bound lets a call wait out the whole open period (within its deadline).
+    const { sh: sh2, clock: clock2 } = setup({
+      plans: { SERVICE_DOWN: ["circuit_break"] },
+      maxProbeWaitMs: 10 * S,
+    });
+    let up2 = false;
+    const v = sh2.tool("inventory", { readOnly: true }, () => {
+      if (!up2) throw thrownFault("http_503");
+      return "stock";
+    });
+    await v("x").catch(() => undefined);
+    up2 = true;
+    expect(await timed(clock2, () => v("x"))).toMatchObject({ value: "stock", ms: 5 * S });
+    // A deadline too short for the wait fails fast, whatever the bound.
+    const { sh: sh3, clock: clock3 } = setup({
+      plans: { SERVICE_DOWN: ["circuit_break"] },
+      maxProbeWaitMs: 10 * S,
+    });
+    const u = sh3.tool("inventory", { readOnly: true, deadlineMs: 1 * S }, () => {
       throw thrownFault("http_503");
     });
-    await timed(clock2, () => u("x"));
-    const fast = await timed(clock2, () => u("x"));
-    expect(fast.ms).toBe(0);
-    expect((fast as { error: CircuitOpenError }).error.retryAfterMs).toBeGreaterThan(4_000);
+    await u("x").catch(() => undefined);
+    const short = await timed(clock3, () => u("x"));
+    expect(short.ms).toBe(0);
+    expect((short as { error: CircuitOpenError }).error.retryAfterMs).toBe(5 * S);
   });
 });
 

@@ -301,7 +301,7 @@ describe("failover_to_secondary", () => {
 });
 
 describe("circuit_break", () => {
-  it("opens for 5 s at first, twice as long after a failed probe; calls wait for the probe within their deadline (with a short deadlineMs they fail fast with retryAfterMs); one probe at a time; success closes", async () => {
+  it("opens for 5 s at first, twice as long after a failed probe; a call that finds it open fails fast with retryAfterMs unless the probe is due within 2 s, then it waits and is the probe; one probe at a time; success closes", async () => {
     const { sh, clock } = setup({ plans: { SERVICE_DOWN: ["circuit_break"] } });
     let up = false;
     let calls = 0;
@@ -311,43 +311,46 @@ describe("circuit_break", () => {
       await clock.sleep(1_000);
       return "stock";
     });
-    const short = { deadlineMs: 1_000 };
     await expect(t(undefined)).rejects.toMatchObject({ status: 503 }); // nothing waits: no time passes
-    // Open for baseOpenMs (5 s): a call that cannot wait that long fails fast, saying when to come back.
-    const fast = await t(undefined, short).catch((e: unknown) => e);
+    // Open for baseOpenMs (5 s): the next call fails fast, saying when to come back (default deadline).
+    const fast = await t(undefined).catch((e: unknown) => e);
     expect(isCircuitOpenError(fast) && fast.retryAfterMs).toBe(5_000);
     expect(calls).toBe(1);
     // After 5 s one call is let through as the probe; it fails: open again, for 10 s.
     await clock.advance(5_000);
     await expect(t(undefined)).rejects.toMatchObject({ status: 503 });
     expect(calls).toBe(2);
-    const slower = await t(undefined, short).catch((e: unknown) => e);
+    const slower = await t(undefined).catch((e: unknown) => e);
     expect(isCircuitOpenError(slower) && slower.retryAfterMs).toBe(10_000);
     expect(calls).toBe(2);
     up = true;
-    // A call with the default deadline (60 s) waits out the open period and becomes the probe.
+    // 2 s before the probe is due (recovery.maxProbeWaitMs), a call waits for it and is the probe.
+    await clock.advance(8_000);
     const started = clock.now();
     const probe = t.detailed(undefined);
-    await clock.advance(10_000);
+    await clock.advance(2_000);
     expect(calls).toBe(3);
     const others = await Promise.all(
-      [t(undefined, short), t(undefined, short)].map((p) => p.catch((e: unknown) => e)),
+      [t(undefined), t(undefined)].map((p) => p.catch((e: unknown) => e)),
     );
-    expect(others.every(isCircuitOpenError)).toBe(true); // one probe at a time
+    expect(others.every(isCircuitOpenError)).toBe(true); // one probe at a time: the rest fail fast
     await expect(clock.run(probe)).resolves.toMatchObject({
       value: "stock",
       outcome: "success",
       attempts: 1,
     });
-    expect(clock.now() - started).toBe(11_000);
+    expect(clock.now() - started).toBe(3_000); // 2 s for the probe's turn, 1 s of the tool's own
     const closedAt = clock.now();
     await expect(clock.run(t(undefined), { stepMs: 100 })).resolves.toBe("stock"); // closed
     expect(clock.now() - closedAt).toBe(1_000); // no wait: just the tool's own second
     expect(calls).toBe(4);
   });
 
-  it("while a slow probe is out, calls arriving later wait (or, with a short deadline, fail fast): the dependency sees one request at a time", async () => {
-    const { sh, clock } = setup({ plans: { SERVICE_DOWN: ["circuit_break"] } });
+  it("with recovery.maxProbeWaitMs raised, calls arriving while a slow probe is out wait for it (a short deadline still fails fast): the dependency sees one request at a time", async () => {
+    const { sh, clock } = setup({
+      plans: { SERVICE_DOWN: ["circuit_break"] },
+      maxProbeWaitMs: 60_000,
+    });
     let up = false;
     let requests = 0;
     let inFlight = 0;

@@ -1,6 +1,6 @@
 import type { Attributes } from "@opentelemetry/api";
 import { SelfHealConfigError } from "../../errors.js";
-import { knownKeys, ms, numbers, object, optionalString } from "./validate.js";
+import { kindOf, ms, numbers, object, optionalString, type Plain } from "./validate.js";
 
 /** Options passed by the caller of a wrapped tool, per call. */
 export interface CallOptions {
@@ -66,12 +66,32 @@ function checkAttributes(value: unknown, field: string): void {
   }
 }
 
+/**
+ * What a wrong second argument is usually about: a wrapped tool takes its arguments as one value
+ * (a plain-JS caller may pass them one by one, as to the function it wrapped).
+ */
+const ONE_ARGUMENT =
+  "a wrapped tool takes one argument: pass several values as one object, tool({ query, limit }), " +
+  "read by fn({ query, limit }, ctx); the second argument is only for call options";
+
 /** Validates per-call options of a wrapped tool. */
 export function validateCallOptions(tool: string, input: unknown): CallOptions {
   if (input === undefined) return NO_CALL_OPTIONS;
   const field = `${tool}(args, options)`;
-  const o = object(input, field);
-  knownKeys(o, CALL_KEYS, field);
+  if (typeof input !== "object" || input === null || Array.isArray(input))
+    throw new SelfHealConfigError(
+      field,
+      `expected an object, got ${kindOf(input)}: ${ONE_ARGUMENT}`,
+    );
+  const o = input as Plain;
+  for (const key of Object.keys(o)) {
+    if (!(CALL_KEYS as readonly string[]).includes(key)) {
+      throw new SelfHealConfigError(
+        `${field}.${key}`,
+        `unknown option (known: ${CALL_KEYS.join(", ")}); ${ONE_ARGUMENT}`,
+      );
+    }
+  }
   if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) {
     throw new SelfHealConfigError(`${field}.signal`, "expected an AbortSignal");
   }

@@ -3,7 +3,11 @@ import { checkPlan, type PlanStep } from "../../diagnosis/rules.js";
 import type { Notifier } from "../../notify/notifier.js";
 import { DEFAULT_NOTIFY_TIMEOUT_MS, DEFAULT_THROTTLE_MS } from "../../notify/escalator.js";
 import { DEFAULT_BACKOFF, type BackoffOptions } from "../../recovery/backoff.js";
-import { DEFAULT_BREAKER, type BreakerOptions } from "../../recovery/breaker.js";
+import {
+  DEFAULT_BREAKER,
+  DEFAULT_MAX_PROBE_WAIT_MS,
+  type BreakerOptions,
+} from "../../recovery/breaker.js";
 import {
   DEFAULT_LEDGER,
   type LedgerOptions,
@@ -70,6 +74,12 @@ export interface RecoveryOptions {
    * on the next provider; `"none"` passes the error on. Either way it counts for drift.
    */
   unknown?: UnknownPolicy;
+  /**
+   * A call that finds every route of its tool open (or cooling down after a 429) waits for the
+   * half-open probe only when it is due within this many ms (default 2000); otherwise it fails at
+   * once with `CircuitOpenError`, whose `retryAfterMs` says when to try again. 0: never wait.
+   */
+  maxProbeWaitMs?: number;
   /** Recovery spend allowed per task, USD (default 1). */
   budgetUsd?: number;
   /**
@@ -106,6 +116,7 @@ export interface ResolvedRecovery {
   /** Undefined: the default (the larger of 60 s and 3 x the tool's timeout). */
   deadlineMs: number | undefined;
   unknown: UnknownPolicy;
+  maxProbeWaitMs: number;
   budgetUsd: number;
   ledger: LedgerOptions;
   notifiers: Notifier[];
@@ -125,6 +136,7 @@ const RECOVERY_KEYS = [
   "breaker",
   "deadlineMs",
   "unknown",
+  "maxProbeWaitMs",
   "budgetUsd",
   "ledger",
   "notifiers",
@@ -181,6 +193,7 @@ const FLEET_DOWN_CHOICES: readonly WhenFleetDown[] = ["refuse", "local"];
 const SCALAR_RULES = {
   maxTimeoutDoublings: { min: 1, max: 10, integer: true },
   baseTimeoutMs: ms(1),
+  maxProbeWaitMs: ms(0),
   budgetUsd: { min: 0 },
   throttleMs: ms(0),
   notifyTimeoutMs: ms(1),
@@ -318,6 +331,7 @@ export function resolveRecovery(input: unknown): ResolvedRecovery {
     breaker,
     deadlineMs: r.deadlineMs as number | undefined,
     unknown: unknown ?? "retry-once",
+    maxProbeWaitMs: (r.maxProbeWaitMs as number | undefined) ?? DEFAULT_MAX_PROBE_WAIT_MS,
     budgetUsd: (r.budgetUsd as number | undefined) ?? 1,
     ledger,
     notifiers,

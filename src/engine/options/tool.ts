@@ -11,6 +11,7 @@ import {
   optionalFunction,
   optionalString,
   show,
+  typoOf,
 } from "./validate.js";
 
 export type ToolKind = "tool" | "llm";
@@ -82,6 +83,28 @@ const TOOL_KINDS: readonly ToolKind[] = ["tool", "llm"];
 export const SPAN_MODES: readonly ToolSpanMode[] = ["child", "attach"];
 const TIME_RULES = { timeoutMs: ms(1), deadlineMs: ms(1) };
 
+/**
+ * The well-known values of `gen_ai.provider.name` (OpenTelemetry GenAI conventions): a `provider`
+ * a letter away from one of them is a typo, not a name of its own.
+ */
+const WELL_KNOWN_PROVIDERS = [
+  "anthropic",
+  "aws.bedrock",
+  "azure.ai.inference",
+  "azure.ai.openai",
+  "cohere",
+  "deepseek",
+  "gcp.gemini",
+  "gcp.gen_ai",
+  "gcp.vertex_ai",
+  "groq",
+  "ibm.watsonx.ai",
+  "mistral_ai",
+  "openai",
+  "perplexity",
+  "x_ai",
+];
+
 /** `providers`: a non-empty list, each name declared in `recovery.providers`. */
 function checkProviders(
   value: unknown,
@@ -95,9 +118,44 @@ function checkProviders(
     );
   }
   for (const p of value as unknown[]) {
-    if (typeof p !== "string" || !knownProviders.has(p))
-      throw new SelfHealConfigError(field, `${show(p)} is not declared in recovery.providers`);
+    if (typeof p !== "string" || !knownProviders.has(p)) {
+      const typo = typeof p === "string" ? typoOf(p, knownProviders.keys()) : undefined;
+      const hint = typo === undefined ? "" : ` (did you mean "${typo}"?)`;
+      throw new SelfHealConfigError(
+        field,
+        `${show(p)} is not declared in recovery.providers${hint}`,
+      );
+    }
   }
+}
+
+/**
+ * `provider`: any name of the provider behind the tool (it is written on spans and is the tool's
+ * one route), but not a misspelling of a provider declared in `recovery.providers` or of a
+ * well-known one: `provider: "opnai"` would otherwise pass silently, as a route of its own with no
+ * price, no failover and no `ctx.providerConfig`. A name declared in `recovery.providers` is
+ * always taken as it is.
+ */
+function checkProvider(
+  value: unknown,
+  field: string,
+  knownProviders: ReadonlyMap<string, unknown>,
+): void {
+  optionalString(value, field);
+  if (typeof value !== "string" || knownProviders.has(value)) return;
+  const declared = typoOf(value, knownProviders.keys());
+  const typo =
+    declared ??
+    (WELL_KNOWN_PROVIDERS.some((p) => p === value.toLowerCase())
+      ? undefined
+      : typoOf(value, WELL_KNOWN_PROVIDERS));
+  if (typo === undefined) return;
+  throw new SelfHealConfigError(
+    field,
+    `${show(value)} looks like a misspelling of "${typo}": fix the name, or list the tool's routes ` +
+      `in \`providers\` (plural, each declared in recovery.providers), e.g. providers: ["${typo}"]. ` +
+      `If ${show(value)} is its real name, declare it: recovery.providers: [{ name: ${show(value)} }].`,
+  );
 }
 
 /** Validates the options of one tool; `readOnly` has no default on purpose. */
@@ -128,7 +186,7 @@ export function validateToolOptions(
   numbers(o, TIME_RULES, field);
   optionalFunction(o.idempotencyKey, `${field}.idempotencyKey`);
   optionalFunction(o.isEmpty, `${field}.isEmpty`);
-  optionalString(o.provider, `${field}.provider`);
+  checkProvider(o.provider, `${field}.provider`, knownProviders);
   optionalString(o.type, `${field}.type`);
   if (o.providers !== undefined) checkProviders(o.providers, `${field}.providers`, knownProviders);
   if (o.plans !== undefined) plans(o.plans, `${field}.plans`);

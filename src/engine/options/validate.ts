@@ -147,6 +147,44 @@ export function optionalBoolean(value: unknown, field: string): void {
   }
 }
 
+/**
+ * The candidate `name` is most likely a typo of, if any: a different spelling at most one edit
+ * away (two for names of 8 characters or more; none for names under 5, too short to tell),
+ * letters compared regardless of case. A swap of two neighbours counts as one edit.
+ */
+export function typoOf(name: string, candidates: Iterable<string>): string | undefined {
+  const lower = name.toLowerCase();
+  const allowed = lower.length >= 8 ? 2 : lower.length >= 5 ? 1 : 0;
+  let best: { candidate: string; distance: number } | undefined;
+  for (const candidate of candidates) {
+    if (candidate === name) return undefined;
+    const distance = editDistance(lower, candidate.toLowerCase());
+    if (distance <= allowed && (!best || distance < best.distance)) best = { candidate, distance };
+  }
+  return best?.candidate;
+}
+
+/** Edits (insert, delete, replace, swap of neighbours) from `a` to `b`; 3 for "far apart". */
+function editDistance(a: string, b: string): number {
+  if (Math.abs(a.length - b.length) > 2 || a.length > 64 || b.length > 64) return 3;
+  // d[i][j]: edits from the first i letters of a to the first j of b.
+  const d = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
+  const at = (i: number, j: number): number => d[i]?.[j] ?? 0;
+  for (let i = 1; i <= a.length; i++) {
+    const row = d[i] ?? [];
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let best = Math.min(at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        best = Math.min(best, at(i - 2, j - 2) + 1);
+      row[j] = best;
+    }
+  }
+  return at(a.length, b.length);
+}
+
 /** A share between 0 and 1, or null for a level that is off. */
 export const SHARE: NumberRule = { min: 0, max: 1, nullable: true };
 export const COUNT: NumberRule = { min: 0, integer: true };

@@ -3,8 +3,9 @@ import { NEXT, type Strategy } from "../strategy.js";
 
 /**
  * Opens the breaker of the failing route (5 s at first, doubled by each failed probe): later
- * calls go to another route, wait for the probe within their deadline, or fail fast with
- * CircuitOpenError until a single half-open probe succeeds. This call gets the tool's
+ * calls go to another route, wait for the probe only when it is due within
+ * `recovery.maxProbeWaitMs` (2 s), or fail fast with CircuitOpenError (its `retryAfterMs` says
+ * when to come back) until a single half-open probe succeeds. This call gets the tool's
  * `cannedAnswer` when it has one.
  */
 export const circuitBreak: Strategy = {

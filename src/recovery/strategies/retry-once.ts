@@ -10,8 +10,9 @@ const QUICK_RETRY_MAX_MS = 1_000;
  * One quick, jittered retry on the same route: a one-off 5xx, a throttle with a short
  * Retry-After or an unknown error often passes on the second try. Skipped when the route is
  * known to be down (its status page, or repeated failures), when the attempt could not be sent
- * in time, and, where another route exists, when it would have to wait more than a second:
- * another route beats a longer wait.
+ * in time, and, where another route exists or the evidence is thin (wording alone, UNKNOWN), when
+ * it would have to wait more than a second: another route beats a longer wait, and thin evidence
+ * buys one short retry.
  */
 export const retryOnce: Strategy = {
   name: "retry_once",
@@ -25,6 +26,8 @@ export const retryOnce: Strategy = {
     if (serverWait > run.settings.backoff.maxRetryAfterMs) return "Retry-After beyond the cap";
     if (run.providers.length > 1 && serverWait > QUICK_RETRY_MAX_MS)
       return "another route beats a longer wait";
+    if (serverWait > run.retryWaitLimitMs)
+      return `without a status, code or error class, a retry waits at most ${run.retryWaitLimitMs} ms`;
     return undefined;
   },
   async run(run) {
