@@ -12,6 +12,7 @@ import {
   ATTR_ERROR_TYPE,
   ATTR_GEN_AI_AGENT_NAME,
   ATTR_GEN_AI_OPERATION_NAME,
+  ATTR_GEN_AI_REQUEST_MODEL,
   ATTR_GEN_AI_TOOL_NAME,
   ATTR_GEN_AI_USAGE_OUTPUT_TOKENS,
   GEN_AI_LLM_OPERATIONS,
@@ -49,7 +50,11 @@ const MAX_REMEMBERED_PARENTS = 1024;
 const nonEmpty = (value: unknown): string | undefined =>
   typeof value === "string" && value !== "" ? value : undefined;
 
-/** GenAI conventions: `gen_ai.operation.name` `execute_tool`, or a model operation (`chat`, ...). */
+/**
+ * GenAI conventions: `gen_ai.operation.name` `execute_tool`, counted under `gen_ai.tool.name`, or a
+ * model operation (`chat`, ...), counted under `gen_ai.request.model` as a healed model is (and as
+ * the AI SDK's own spans are); the span's name where the attribute is missing.
+ */
 function genAiCall(span: FinishedSpan): ForeignCall | undefined {
   const attributes = span.attributes;
   const operation = attributes[ATTR_GEN_AI_OPERATION_NAME];
@@ -58,7 +63,8 @@ function genAiCall(span: FinishedSpan): ForeignCall | undefined {
   if (!isTool && !GEN_AI_LLM_OPERATIONS.includes(operation)) return undefined;
   return {
     isTool,
-    name: (isTool ? nonEmpty(attributes[ATTR_GEN_AI_TOOL_NAME]) : undefined) ?? span.name,
+    name:
+      nonEmpty(attributes[isTool ? ATTR_GEN_AI_TOOL_NAME : ATTR_GEN_AI_REQUEST_MODEL]) ?? span.name,
     outputTokens: attributes[ATTR_GEN_AI_USAGE_OUTPUT_TOKENS],
   };
 }

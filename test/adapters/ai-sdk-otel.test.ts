@@ -180,6 +180,7 @@ for (const sdk of SDK_7)
         (s) => s.signal === "success_rate",
       );
       expect(success).toMatchObject({ value: 0.8, samples: 10 });
-      expect(samples(report, "chat m7")).toBe(2);
+      // The model's calls under its id, as a healed model's are.
+    expect(samples(report, "m7")).toBe(2);
     });
   });

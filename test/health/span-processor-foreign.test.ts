@@ -99,6 +99,17 @@ describe("HealthSpanProcessor reads the AI SDK's own spans as well as GenAI ones
     expect(report.status).toBe("critical");
   });
 
+  it("counts a GenAI model span under its gen_ai.request.model, as a healed model is counted", async () => {
+    const { sh, tracer } = setup();
+    for (let i = 0; i < 3; i++) {
+      const attributes = { "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-x" };
+      tracer.startSpan("chat gpt-x", { attributes }).end();
+    }
+    const report = await sh.status();
+    expect(Object.keys(report.tools)).toEqual(["gpt-x"]);
+    expect(signal(report, "gpt-x", "success_rate")).toMatchObject({ samples: 3 });
+  });
+
   it("a GenAI span opened inside a healed call (a model instrumentation's chat span) is that call, counted once", async () => {
     const { sh, tracer } = setup();
     const model = sh.tool("model", { readOnly: true, kind: "llm" }, () =>
