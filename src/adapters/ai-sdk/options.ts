@@ -1,6 +1,6 @@
 import { SPAN_MODES } from "../../engine/options/tool.js";
 import { SelfHealConfigError } from "../../errors.js";
-import type { Plans, StreamMode, StreamRestart, ToolOptions, ToolSpanMode } from "../../index.js";
+import type { Plans, StreamMode, StreamRestart, ToolSpanMode } from "../../index.js";
 import {
   knownKeys,
   object,
@@ -8,8 +8,8 @@ import {
   optionalFunction,
   optionalString,
   show,
-  type Plain,
 } from "../../engine/options/validate.js";
+import { checkToolSetOptions, type ToolSetToolOptions } from "../tool-set.js";
 import type { LanguageModel } from "./types.js";
 
 /**
@@ -17,7 +17,7 @@ import type { LanguageModel } from "./types.js";
  * adapter sets (`readOnly` comes from the `readOnly` option, `kind` is `tool`, `span` is
  * `spans`). `idempotencyKey` and `cannedAnswer` receive the tool's input.
  */
-export type AiSdkToolOptions = Omit<ToolOptions, "readOnly" | "kind" | "isEmpty" | "span">;
+export type AiSdkToolOptions = ToolSetToolOptions;
 
 export interface HealToolsOptions {
   /**
@@ -108,40 +108,13 @@ const SET_BY_ADAPTER: Readonly<Record<string, string>> = {
 
 /** Validates healTools' arguments; names in `readOnly` and `tools` must be tools of the set. */
 export function checkToolsOptions(tools: unknown, input: unknown): HealToolsOptions {
-  const set = object(tools, "healTools(tools)");
-  const field = "healTools.options";
-  const o = input === undefined ? {} : object(input, field);
-  knownKeys(o, TOOLS_KEYS, field);
-  checkReadOnly(o.readOnly, set, `${field}.readOnly`);
-  if (o.tools !== undefined) {
-    const overrides = object(o.tools, `${field}.tools`);
-    for (const [name, value] of Object.entries(overrides))
-      checkToolOverrides(name, value, set, `${field}.tools.${name}`);
-  }
-  optionalChoice(o.spans, SPAN_MODES, `${field}.spans`);
+  const o = checkToolSetOptions(tools, input, {
+    keys: TOOLS_KEYS,
+    setByAdapter: SET_BY_ADAPTER,
+    notATool: "is not a tool of this set",
+  });
+  optionalChoice(o["spans"], SPAN_MODES, "healTools.options.spans");
   return o;
-}
-
-function checkReadOnly(value: unknown, tools: Plain, field: string): void {
-  if (value === undefined || typeof value === "function") return;
-  if (!Array.isArray(value))
-    throw new SelfHealConfigError(field, "expected a list of tool names or a function");
-  for (const name of value as unknown[]) {
-    if (typeof name !== "string" || !Object.hasOwn(tools, name))
-      throw new SelfHealConfigError(field, `${show(name)} is not a tool of this set`);
-  }
-}
-
-function checkToolOverrides(name: string, value: unknown, tools: Plain, field: string): void {
-  if (!Object.hasOwn(tools, name))
-    throw new SelfHealConfigError(field, "no tool of this name in the set (a typo?)");
-  const o = object(value, field);
-  for (const [key, why] of Object.entries(SET_BY_ADAPTER)) {
-    if (o[key] !== undefined) throw new SelfHealConfigError(`${field}.${key}`, why);
-  }
-  // Wrapped to receive the input: checked here so a bad one fails now, not at the first call.
-  optionalFunction(o.idempotencyKey, `${field}.idempotencyKey`);
-  optionalFunction(o.cannedAnswer, `${field}.cannedAnswer`);
 }
 
 /** The model specifications healed: `v3` (AI SDK 6 providers), `v4` (AI SDK 7 providers). */

@@ -1,13 +1,12 @@
-import { SelfHealConfigError } from "../../errors.js";
-import type {
-  CallContext,
-  CallOptions,
-  SelfHealing,
-  ToolOptions,
-  ToolSpanMode,
-  WrappedTool,
-} from "../../index.js";
-import { checkToolsOptions, type AiSdkToolOptions, type HealToolsOptions } from "./options.js";
+import type { CallContext, CallOptions, SelfHealing } from "../../index.js";
+import {
+  checkSameSafety,
+  inputToolOptions,
+  isReadOnly,
+  ToolRegistry,
+  type Registration,
+} from "../tool-set.js";
+import { checkToolsOptions, type HealToolsOptions } from "./options.js";
 import { inFrameworkSpan, toolSpans } from "./spans.js";
 import type { Tool, ToolCallOptions, ToolSet } from "./types.js";
 
@@ -33,13 +32,8 @@ class Execution {
   }
 }
 
-interface Registration {
-  readonly readOnly: boolean;
-  readonly call: WrappedTool<Execution, unknown>;
-}
-
-/** Tools registered per instance, by name: `sh.tool` takes a name once. */
-const registered = new WeakMap<SelfHealing, Map<string, Registration>>();
+/** The selfheal tool of each AI SDK tool, per instance and name. */
+const registry = new ToolRegistry<Execution>();
 
 /**
  * The `execute` functions `healTools` made, with the instance and registration they call. A tool
@@ -47,7 +41,10 @@ const registered = new WeakMap<SelfHealing, Map<string, Registration>>();
  * passed through: healing it twice would nest two selfheal calls, two spans, two health samples
  * and two recovery loops for one execution.
  */
-const healedExecutes = new WeakMap<Execute, { sh: SelfHealing; registration: Registration }>();
+const healedExecutes = new WeakMap<
+  Execute,
+  { sh: SelfHealing; registration: Registration<Execution> }
+>();
 
 /** The selfheal call context of an execution, by the options object its `execute` received. */
 const contexts = new WeakMap<ToolCallOptions, CallContext>();
@@ -93,7 +90,15 @@ function healTool(
     checkSameSafety(name, healed.registration.readOnly, readOnly);
     return tool;
   }
-  const registration = register(sh, name, readOnly, options.tools?.[name], options.spans);
+  const registration = registry.register(
+    sh,
+    name,
+    {
+      ...inputToolOptions<Execution>(readOnly, options.tools?.[name]),
+      ...(options.spans !== undefined && { span: options.spans }),
+    },
+    runExecution,
+  );
   const sdkSpans = toolSpans(name);
   const healedExecute = (input: unknown, sdk: ToolCallOptions): Promise<unknown> =>
     inFrameworkSpan(options.spans, sdkSpans, () =>
@@ -101,62 +106,6 @@ function healTool(
     );
   healedExecutes.set(healedExecute, { sh, registration });
   return { ...tool, execute: healedExecute };
-}
-
-/** Read-only only when declared: an undeclared tool is a write (refused while critical). */
-function isReadOnly(name: string, declared: HealToolsOptions["readOnly"]): boolean {
-  if (declared === undefined) return false;
-  return typeof declared === "function" ? declared(name) : declared.includes(name);
-}
-
-/** The tool's registration on `sh`, made on first use; a second one must agree on `readOnly`. */
-function register(
-  sh: SelfHealing,
-  name: string,
-  readOnly: boolean,
-  overrides: AiSdkToolOptions | undefined,
-  spans: ToolSpanMode | undefined,
-): Registration {
-  let byName = registered.get(sh);
-  if (!byName) registered.set(sh, (byName = new Map<string, Registration>()));
-  const existing = byName.get(name);
-  if (existing) {
-    checkSameSafety(name, existing.readOnly, readOnly);
-    return existing;
-  }
-  const call = sh.tool(name, toolOptions(readOnly, overrides, spans), runExecution);
-  const registration = { readOnly, call };
-  byName.set(name, registration);
-  return registration;
-}
-
-/** A tool healed before is declared the same way again: read-only or a write. */
-function checkSameSafety(name: string, before: boolean, now: boolean): void {
-  if (before !== now) {
-    throw new SelfHealConfigError(
-      "healTools.options.readOnly",
-      `tool "${name}" was healed before as ${before ? "read-only" : "a write"}; a tool name is one tool on an instance`,
-    );
-  }
-}
-
-/** The options of `sh.tool`: the overrides, with the functions moved onto the input. */
-function toolOptions(
-  readOnly: boolean,
-  overrides: AiSdkToolOptions | undefined,
-  spans: ToolSpanMode | undefined,
-): ToolOptions<Execution> {
-  const { idempotencyKey, cannedAnswer, ...rest } = overrides ?? {};
-  return {
-    ...rest,
-    readOnly,
-    kind: "tool",
-    ...(spans !== undefined && { span: spans }),
-    ...(idempotencyKey && { idempotencyKey: (e: Execution) => idempotencyKey(e.input) }),
-    ...(cannedAnswer && {
-      cannedAnswer: (e: Execution, error: unknown) => cannedAnswer(e.input, error),
-    }),
-  };
 }
 
 /** The SDK's abort signal and tool call id, as the call's options. */

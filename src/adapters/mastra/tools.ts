@@ -1,17 +1,12 @@
-import { SelfHealConfigError } from "../../errors.js";
-import type {
-  CallContext,
-  CallOptions,
-  SelfHealing,
-  ToolOptions,
-  WrappedTool,
-} from "../../index.js";
+import type { CallContext, CallOptions, SelfHealing } from "../../index.js";
 import {
-  checkToolsOptions,
+  checkSameSafety,
+  inputToolOptions,
   isReadOnly,
-  type HealToolsOptions,
-  type MastraToolOptions,
-} from "./options.js";
+  ToolRegistry,
+  type Registration,
+} from "../tool-set.js";
+import { checkToolsOptions, type HealToolsOptions } from "./options.js";
 import type { Tool, ToolContext, ToolsInput } from "./types.js";
 
 /** A tool's `execute` as the adapter calls it: the input and Mastra's context, passed on. */
@@ -36,20 +31,18 @@ class Execution {
   }
 }
 
-interface Registration {
-  readonly readOnly: boolean;
-  readonly call: WrappedTool<Execution, unknown>;
-}
-
-/** Tools registered per instance, by name: `sh.tool` takes a name once. */
-const registered = new WeakMap<SelfHealing, Map<string, Registration>>();
+/** The selfheal tool of each Mastra tool, per instance and name. */
+const registry = new ToolRegistry<Execution>();
 
 /**
  * The `execute` functions `healTools` made, with the instance and registration they call. A tool
  * whose `execute` is one of them (a healed set healed again, a copy of a healed tool) is passed
  * through: healing it twice would nest two selfheal calls for one execution.
  */
-const healedExecutes = new WeakMap<Execute, { sh: SelfHealing; registration: Registration }>();
+const healedExecutes = new WeakMap<
+  Execute,
+  { sh: SelfHealing; registration: Registration<Execution> }
+>();
 
 /**
  * The selfheal call context of each attempt, by the abort signal selfheal gave it. Mastra's
@@ -104,76 +97,22 @@ function healTool(
   execute: Execute,
   options: HealToolsOptions,
 ): Tool {
-  const readOnly = readOnlyOf(name, options.readOnly);
+  const readOnly = isReadOnly(name, options.readOnly);
   const healed = healedExecutes.get(execute);
   if (healed?.sh === sh) {
     checkSameSafety(name, healed.registration.readOnly, readOnly);
     return tool;
   }
-  const registration = register(sh, name, readOnly, options.tools?.[name]);
+  const registration = registry.register(
+    sh,
+    name,
+    inputToolOptions<Execution>(readOnly, options.tools?.[name]),
+    runExecution,
+  );
   const healedExecute: Execute = (input, context) =>
     registration.call(new Execution(input, execute, tool, context), callOptions(context));
   healedExecutes.set(healedExecute, { sh, registration });
   return copyWith(tool, "execute", healedExecute);
-}
-
-/** The `readOnly` verdict for one tool; a predicate must answer with a boolean. */
-function readOnlyOf(name: string, declared: HealToolsOptions["readOnly"]): boolean {
-  const verdict: unknown = isReadOnly(name, declared);
-  if (typeof verdict !== "boolean") {
-    throw new SelfHealConfigError(
-      "healTools.options.readOnly",
-      `expected true or false for tool "${name}", got ${typeof verdict}`,
-    );
-  }
-  return verdict;
-}
-
-/** The tool's registration on `sh`, made on first use; a second one must agree on `readOnly`. */
-function register(
-  sh: SelfHealing,
-  name: string,
-  readOnly: boolean,
-  overrides: MastraToolOptions | undefined,
-): Registration {
-  let byName = registered.get(sh);
-  if (!byName) registered.set(sh, (byName = new Map<string, Registration>()));
-  const existing = byName.get(name);
-  if (existing) {
-    checkSameSafety(name, existing.readOnly, readOnly);
-    return existing;
-  }
-  const call = sh.tool(name, toolOptions(readOnly, overrides), runExecution);
-  const registration = { readOnly, call };
-  byName.set(name, registration);
-  return registration;
-}
-
-/** A tool healed before is declared the same way again: read-only or a write. */
-function checkSameSafety(name: string, before: boolean, now: boolean): void {
-  if (before !== now) {
-    throw new SelfHealConfigError(
-      "healTools.options.readOnly",
-      `tool "${name}" was healed before as ${before ? "read-only" : "a write"}; a tool name is one tool on an instance, declare it the same way everywhere`,
-    );
-  }
-}
-
-/** The options of `sh.tool`: the overrides, with the functions moved onto the input. */
-function toolOptions(
-  readOnly: boolean,
-  overrides: MastraToolOptions | undefined,
-): ToolOptions<Execution> {
-  const { idempotencyKey, cannedAnswer, ...rest } = overrides ?? {};
-  return {
-    ...rest,
-    readOnly,
-    kind: "tool",
-    ...(idempotencyKey && { idempotencyKey: (e: Execution) => idempotencyKey(e.input) }),
-    ...(cannedAnswer && {
-      cannedAnswer: (e: Execution, error: unknown) => cannedAnswer(e.input, error),
-    }),
-  };
 }
 
 /** The run's abort signal and the model's tool call id (a Mastra tool's, or an AI SDK tool's). */
