@@ -181,6 +181,6 @@ for (const sdk of SDK_7)
       );
       expect(success).toMatchObject({ value: 0.8, samples: 10 });
       // The model's calls under its id, as a healed model's are.
-    expect(samples(report, "m7")).toBe(2);
+      expect(samples(report, "m7")).toBe(2);
     });
   });

@@ -1,3 +1,4 @@
+import { pathToFileURL } from "node:url";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { context, trace } from "@opentelemetry/api";
@@ -18,6 +19,7 @@ import {
   isToolTimeoutError,
   type SelfHealingOptions,
 } from "../../src/index.js";
+import { builtJs, CHILD_HANG_MS } from "../helpers/built-js.js";
 import { configError, NO_RECOVERY, recoveryInstance, virtualInstance } from "../helpers/engine.js";
 import { recordingProvider, tree } from "../helpers/otel.js";
 import * as fixtures from "../fixtures/adapters/ai-sdk-models.js";
@@ -860,11 +862,13 @@ for (const sdk of SDKS) {
     // opens no spans of its own (it needs the @ai-sdk/otel integration): selfheal's are the roots.
     it("prints the span tree, the recovered rate limit, the failover and the refused write", async () => {
       const alias =
-        sdk.major === 7 ? ["--import", "./test/fixtures/adapters/ai-sdk7-alias.ts"] : [];
+        sdk.major === 7
+          ? ["--import", pathToFileURL(builtJs("test/fixtures/adapters/ai-sdk7-alias.ts")).href]
+          : [];
       const { stdout } = await promisify(execFile)(
         process.execPath,
-        ["--import", "tsx", ...alias, "examples/ai-sdk.ts"],
-        { timeout: 20_000 },
+        [...alias, builtJs("examples/ai-sdk.ts")],
+        { timeout: CHILD_HANG_MS },
       );
       expect(stdout).toContain(
         sdk.sdkSpans
@@ -876,6 +880,6 @@ for (const sdk of SDKS) {
       expect(stdout).toContain("model answered after failover: backup: Paris.");
       expect(stdout).toContain("tool-error issue_refund: ReadOnlyModeError");
       expect(stdout).toContain("status: warning, read-only true");
-    });
+    }, 150_000);
   });
 }

@@ -29,6 +29,7 @@ import {
 } from "../../src/index.js";
 import type { Alert, Notifier } from "../../src/notify/index.js";
 import { thrownFault, VirtualClock } from "../../src/testing/index.js";
+import { builtJs, CHILD_HANG_MS } from "../helpers/built-js.js";
 import { NO_RECOVERY } from "../helpers/engine.js";
 import { recordingProvider, tree } from "../helpers/otel.js";
 
@@ -622,10 +623,12 @@ describe("what selfheal adds over LangChain's toolRetryMiddleware (same tool, sa
     expect(healed.events[0]?.outcome).toBe("escalated");
   });
 
-  it("a 429 with Retry-After: 2: the retry middleware retries after its own 10 ms; selfheal waits the 2 s", async () => {
-    const limited = () => http(429, { error: { message: "slow down" } }, { "retry-after": "2" });
+  it("a 429 with Retry-After: 20: the retry middleware retries after its own 10 ms; selfheal waits the 20 s", async () => {
+    const limited = () => http(429, { error: { message: "slow down" } }, { "retry-after": "20" });
+    // On real time (LangChain's middleware takes no clock): its 10 ms, not the server's 20 s. The
+    // pass mark is far from both, whatever the machine's load (issue 27).
     const retried = await withToolRetry(limited);
-    expect((retried.times[1] ?? 0) - (retried.times[0] ?? 0)).toBeLessThan(1_000);
+    expect((retried.times[1] ?? 0) - (retried.times[0] ?? 0)).toBeLessThan(10_000);
 
     const vi = setup();
     const lookup = countedTool("lookup", vi.clock, (q, n) => {
@@ -640,7 +643,7 @@ describe("what selfheal adds over LangChain's toolRetryMiddleware (same tool, sa
         middleware: [selfHealingMiddleware(vi.sh, { readOnly: ["lookup"] })],
       }),
     );
-    expect((lookup.calls[1] ?? 0) - (lookup.calls[0] ?? 0)).toBeGreaterThanOrEqual(2_000);
+    expect((lookup.calls[1] ?? 0) - (lookup.calls[0] ?? 0)).toBeGreaterThanOrEqual(20_000);
   });
 });
 
@@ -766,8 +769,8 @@ describe("examples/langchain.ts (against the built package, as a user runs it)",
   it("prints the spans, the recovered 429, the failover and the refused write", async () => {
     const { stdout } = await promisify(execFile)(
       process.execPath,
-      ["--import", "tsx", "examples/langchain.ts"],
-      { timeout: 30_000 },
+      [builtJs("examples/langchain.ts")],
+      { timeout: CHILD_HANG_MS },
     );
     expect(stdout).toContain("span agent.tool_call  tool=search_docs outcome=recovered");
     expect(stdout).toContain("diagnosis search_docs: RATE_LIMIT (rule http-429)");
@@ -783,5 +786,5 @@ describe("examples/langchain.ts (against the built package, as a user runs it)",
       'issue_refund: error ToolMessage "selfheal: write tool \\"issue_refund\\" refused',
     );
     expect(stdout).toContain("refunds sent: 0");
-  });
+  }, 150_000);
 });

@@ -38,6 +38,7 @@ import {
   REFUSAL_META_KEY,
   type HealMcpOptions,
 } from "../../src/adapters/mcp.js";
+import { builtJs, CHILD_HANG_MS } from "../helpers/built-js.js";
 import { configError, NO_RECOVERY, recoveryInstance, virtualInstance } from "../helpers/engine.js";
 import { recordingProvider, tree } from "../helpers/otel.js";
 import { startFixtureHttpServer, type FixtureHttpServer } from "../fixtures/adapters/mcp-http.js";
@@ -45,7 +46,8 @@ import { createV1FixtureServer } from "../fixtures/adapters/mcp-server-v1.js";
 
 const otel = recordingProvider();
 const ROOT = resolve(import.meta.dirname, "../..");
-const FIXTURE = resolve(ROOT, "test/fixtures/adapters/mcp-server-v1.ts");
+/** The 1.x fixture server as built JS on dist/ (test/helpers/built-js.ts: no tsx at run time). */
+const FIXTURE = builtJs("test/fixtures/adapters/mcp-server-v1.ts");
 
 /** The text of a tool result (1.x types a result loosely: `content` is read as it comes). */
 const textOf = (result: unknown) =>
@@ -394,13 +396,13 @@ describe("selfheal/mcp with the 1.x SDK over stdio (the 1.x fixture server as a 
   beforeAll(async () => {
     transport = new StdioClientTransport({
       command: process.execPath,
-      args: ["--import", "tsx", FIXTURE],
+      args: [FIXTURE],
       cwd: ROOT,
       stderr: "pipe",
     });
     client = new Client({ name: "selfheal-test", version: "1.0.0" });
     await client.connect(transport);
-  }, 20_000);
+  }, 150_000);
 
   afterAll(async () => {
     await client.close();
@@ -653,17 +655,16 @@ describe("selfheal/mcp loads without either MCP SDK", () => {
       process.execPath,
       [
         "--import",
-        "tsx",
-        "--import",
         `data:text/javascript,${encodeURIComponent(register)}`,
         "--input-type=module",
         "-e",
-        `const m = await import("./src/adapters/mcp.ts"); console.log(Object.keys(m).sort().join(" "));`,
+        // The built entry (npm run build), as a user loads it: no tsx at run time (issue 27).
+        `const m = await import("./dist/adapters/mcp.js"); console.log(Object.keys(m).sort().join(" "));`,
       ],
-      { cwd: ROOT, timeout: 30_000 },
+      { cwd: ROOT, timeout: CHILD_HANG_MS },
     );
     expect(stdout.trim()).toBe(
       "IDEMPOTENCY_META_KEY McpCallError REFUSAL_META_KEY healMcpClient isMcpCallError mcpFetch",
     );
-  });
+  }, 150_000);
 });

@@ -30,13 +30,15 @@ import {
   REFUSAL_META_KEY,
   type HealMcpOptions,
 } from "../../src/adapters/mcp.js";
+import { builtJs, CHILD_HANG_MS } from "../helpers/built-js.js";
 import { configError, recoveryInstance, virtualInstance } from "../helpers/engine.js";
 import { recordingProvider, tree } from "../helpers/otel.js";
 import { createFixtureServer } from "../fixtures/adapters/mcp-server.js";
 
 const otel = recordingProvider();
 const ROOT = resolve(import.meta.dirname, "../..");
-const FIXTURE = resolve(ROOT, "test/fixtures/adapters/mcp-server.ts");
+/** The fixture server as built JS on dist/ (test/helpers/built-js.ts: no tsx at run time). */
+const FIXTURE = builtJs("test/fixtures/adapters/mcp-server.ts");
 
 /** The text of a tool result. */
 const textOf = (result: CallToolResult) =>
@@ -679,7 +681,7 @@ describe("selfheal/mcp over stdio (the fixture server as a child process)", () =
   beforeAll(async () => {
     transport = new StdioClientTransport({
       command: process.execPath,
-      args: ["--import", "tsx", FIXTURE],
+      args: [FIXTURE],
       cwd: ROOT,
       stderr: "pipe",
     });
@@ -692,7 +694,7 @@ describe("selfheal/mcp over stdio (the fixture server as a child process)", () =
       logger: { warn: () => undefined },
       recovery: { random: () => 0 },
     });
-  }, 20_000);
+  }, 150_000);
 
   afterAll(async () => {
     await client.close();
@@ -746,11 +748,10 @@ describe("selfheal/mcp over stdio (the fixture server as a child process)", () =
 
 describe("examples/mcp.ts (against the built package, as a user runs it)", () => {
   it("prints the spans, the recovery from a 429 and the refused write", async () => {
-    const { stdout } = await promisify(execFile)(
-      process.execPath,
-      ["--import", "tsx", "examples/mcp.ts"],
-      { cwd: ROOT, timeout: 30_000 },
-    );
+    const { stdout } = await promisify(execFile)(process.execPath, [builtJs("examples/mcp.ts")], {
+      cwd: ROOT,
+      timeout: CHILD_HANG_MS,
+    });
     expect(stdout).toContain(
       "span agent.tool_call  tool=search_docs outcome=success  mcp.method.name=tools/call network.transport=memory",
     );
@@ -765,5 +766,5 @@ describe("examples/mcp.ts (against the built package, as a user runs it)", () =>
     expect(stdout).toMatch(
       /create_ticket refused \(isError\): selfheal: write tool "create_ticket"/,
     );
-  });
+  }, 150_000);
 });

@@ -32,6 +32,7 @@ import {
 } from "../../src/adapters/openai-agents.js";
 import { HttpResponseError, type SelfHealing } from "../../src/index.js";
 import type { VirtualClock } from "../../src/testing/index.js";
+import { builtJs, CHILD_HANG_MS } from "../helpers/built-js.js";
 import { configError, recoveryInstance, virtualInstance } from "../helpers/engine.js";
 import { recordingProvider, tree } from "../helpers/otel.js";
 
@@ -680,13 +681,13 @@ describe("examples/openai-agents.ts (against the built package, as a user runs i
   it("prints the run's spans, the recovered 429 and the refused write", async () => {
     const { stdout } = await promisify(execFile)(
       process.execPath,
-      ["--import", "tsx", "examples/openai-agents.ts"],
-      { timeout: 30_000 },
+      [builtJs("examples/openai-agents.ts")],
+      { timeout: CHILD_HANG_MS },
     );
     expect(stdout).toContain("span agent.tool_call  tool=search_docs outcome=recovered");
     expect(stdout).toContain("diagnosis search_docs: RATE_LIMIT");
     expect(stdout).toContain("agent: 3 articles about refund policy");
     expect(stdout).toMatch(/tool=issue_refund outcome=blocked/);
     expect(stdout).toContain('selfheal: write tool "issue_refund" refused');
-  });
+  }, 150_000);
 });

@@ -25,7 +25,7 @@ const root = mkdtempSync(join(tmpdir(), "selfheal-watch-tiers-"));
 afterAll(() => {
   rmSync(root, { recursive: true, force: true });
 });
-const nodeScenario = buildNodeScenario(root);
+const nodeScenario = buildNodeScenario();
 const found = findPython();
 const ci = process.env.CI === "true";
 if ("problem" in found && !ci)
@@ -37,6 +37,16 @@ const AGENTS = [
     ? { name: "python", agent: [found.python, PYTHON_SCENARIO], problem: undefined }
     : { name: "python", agent: [], problem: found.problem },
 ];
+
+/** Whether a process with this pid runs (signal 0: nothing is sent). */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 let n = 0;
 const scenario = (agent: string[], mode: string, more: Partial<WatchRun> = {}) =>
@@ -158,7 +168,7 @@ describe.concurrent.each(AGENTS)("selfheal watch over the $name scenario agent",
     expectVerdictsOfTheirGeneration(out, expect);
   }, 60_000);
 
-  test("hung, ignoring SIGTERM: dead, rotated, no progress; watch gives up, SIGKILLs it, exits 3 within 5 s", async ({
+  test("hung, ignoring SIGTERM: dead, rotated, no progress; watch gives up, SIGKILLs it, exits 3 with no agent left", async ({
     expect,
   }) => {
     // A stall limit past the dead one: its silence reads as dead (Tier 3), not stalled (Tier 1).
@@ -196,7 +206,13 @@ describe.concurrent.each(AGENTS)("selfheal watch over the $name scenario agent",
     console.log(
       `hung ${row.name} agent: gave up after ${Math.round(out.gaveUpAfter ?? 0)} ms, exit 3 ${Math.round(afterGiveUp)} ms later`,
     );
-    expect(afterGiveUp).toBeLessThan(5_000);
+    // The agent ignores SIGTERM and would run forever: watch ended only because it SIGKILLed it
+    // (2 s after the SIGTERM), and no generation is left running. How soon is logged, not judged
+    // (issue 27): the test's timeout is what a watch that never ended would meet.
+    const started = out.stderr.matchAll(/generation \d+ started \(pid (\d+)\)/g);
+    const pids = [...started].map((m) => Number(m[1]));
+    expect(pids.length).toBeGreaterThanOrEqual(2);
+    for (const pid of pids) expect(running(pid), `generation pid ${pid} still runs`).toBe(false);
     expectVerdictsOfTheirGeneration(out, expect);
   }, 60_000);
 

@@ -18,7 +18,7 @@ afterAll(() => {
   rmSync(root, { recursive: true, force: true });
 });
 /** test/fixtures/watch-scenario.ts as built JS on dist/ (no tsx at run time). */
-const AGENT = [process.execPath, buildNodeScenario(root)];
+const AGENT = [process.execPath, buildNodeScenario()];
 let n = 0;
 
 describe.concurrent("selfheal watch (built CLI, the Node scenario agent as its child)", () => {

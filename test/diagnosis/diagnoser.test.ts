@@ -351,7 +351,10 @@ describe("default rules", () => {
     expect(ms.retryAfterMs).toBe(250);
   });
 
-  it("diagnoses a 1 MB hostile message in under 10 ms", async () => {
+  // Linear-time rules on truncated input: their cost is measured side by side in
+  // bench/diagnosis.ts (npm run bench:diagnosis), as no test here decides on the clock (issue 27).
+  // A rule that backtracked on them would not end, and fail this test by its timeout.
+  it("diagnoses 1 MB hostile messages (UNKNOWN)", async () => {
     const hostile = [
       new Error("a".repeat(1_000_000)),
       new Error(`${"(".repeat(500_000)}${"a@".repeat(250_000)}`),
@@ -363,9 +366,7 @@ describe("default rules", () => {
       },
     ];
     for (const error of hostile) {
-      const started = performance.now();
       const d = await diagnose(error);
-      expect(performance.now() - started).toBeLessThan(10);
       expect(d.pattern).toBe("UNKNOWN");
     }
   });

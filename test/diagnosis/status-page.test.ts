@@ -32,10 +32,10 @@ beforeAll(async () => {
         send("major");
         return;
       }
-      case "slow":
+      case "slow": // a major outage, said a minute late
         setTimeout(() => {
           send("major");
-        }, 5_000).unref();
+        }, 60_000).unref();
         return;
       case "garbage":
         res.writeHead(200, { "content-type": "text/html" }).end("<html>we are fine</html>");
@@ -69,9 +69,9 @@ describe("StatusPageClient against a real Statuspage server on 127.0.0.1", () =>
 
   it("a slow page counts as unknown after the timeout", async () => {
     mode = "slow";
-    const started = performance.now();
+    // Waiting for the page would have read its answer, a major outage ("degraded"), a minute
+    // later: "unknown" is the 200 ms timeout's verdict, however busy the machine (issue 27).
     expect(await fresh().state(server.url)).toBe("unknown");
-    expect(performance.now() - started).toBeLessThan(1_000);
   });
 
   it("a page that is down (nothing listening) counts as unknown", async () => {

@@ -311,8 +311,11 @@ export function spanTree(spans: readonly ReceivedSpan[]): unknown[] {
   return build("");
 }
 
-/** Waits until `check` holds (polling), or fails with `what`. */
-export async function eventually(check: () => boolean, what: string, timeoutMs = 5_000) {
+/**
+ * Waits until `check` holds (polling), or fails with `what`. The limit only ends a wait that
+ * would never end: a busy machine may take seconds for what takes milliseconds (issue 27).
+ */
+export async function eventually(check: () => boolean, what: string, timeoutMs = 30_000) {
   const until = Date.now() + timeoutMs;
   while (!check()) {
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);

@@ -52,7 +52,7 @@ export interface FailoverOptions {
    */
   how?: "manual" | "kill";
   /**
-   * For `"kill"`: first wait (up to 5 s) until the replica has every write the master has (its
+   * For `"kill"`: first wait (up to 30 s) until the replica has every write the master has (its
    * replication offset), so the test knows what the crash loses: nothing acknowledged before the
    * call (default true). False kills at once.
    */
@@ -382,8 +382,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Runnin
       const [port, busPort] = [await freePort(), await freePort()];
       processes.set(port, launchNode(binary, dir, port, busPort, nodeTimeoutMs));
     }
-    // Every node answers PING before the cluster is created.
-    const deadline = Date.now() + 10_000;
+    // Every node answers PING before the cluster is created (generous: a busy machine is slow).
+    const deadline = Date.now() + 60_000;
     for (const p of processes.values()) {
       for (;;) {
         if (p.child.exitCode !== null)
@@ -427,7 +427,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Runnin
   const caughtUp = async (masterPort: number, replicaPort: number): Promise<void> => {
     const offset = (text: string | undefined, field: string) =>
       Number(new RegExp(`^${field}:(\\d+)`, "m").exec(text ?? "")?.[1] ?? NaN);
-    const deadline = Date.now() + 5_000;
+    const deadline = Date.now() + 30_000; // milliseconds when idle; seconds when busy (issue 27)
     for (;;) {
       const wanted = offset(
         await ask(masterPort, (c) => c.info("replication")),

@@ -60,7 +60,8 @@ export async function startRedis(): Promise<RunningRedis> {
       retryStrategy: () => null,
     });
     probe.on("error", () => undefined);
-    const deadline = Date.now() + 10_000;
+    // Generous: a loaded machine may take seconds to start a server (issue 27).
+    const deadline = Date.now() + 60_000;
     try {
       for (;;) {
         if (proc.exitCode !== null) throw new Error(`redis-server exited at start: ${log}`);

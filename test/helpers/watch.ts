@@ -1,19 +1,17 @@
 /**
  * Running `selfheal watch` (the built CLI) over the scenario agents of test/fixtures: the Node one
- * (watch-scenario.ts, transpiled to a .mjs on dist/, never tsx) and its Python twin
+ * (watch-scenario.ts as built JS on dist/, test/helpers/built-js.ts: never tsx) and its Python twin
  * (watch_scenario.py, on examples/python/selfheal_agent.py), and checking from watch's output and
  * event log that every verdict was on the generation it names.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
-import ts from "typescript";
 import type { ExpectStatic } from "vitest";
 import { which } from "./binaries.js";
+import { builtJs } from "./built-js.js";
 
 export const CLI = join(import.meta.dirname, "../../dist/cli/main.js");
-const NODE_SCENARIO = join(import.meta.dirname, "../fixtures/watch-scenario.ts");
 export const PYTHON_SCENARIO = join(import.meta.dirname, "../fixtures/watch_scenario.py");
 
 /**
@@ -36,20 +34,8 @@ export const FAST = [
 /** The first line each scenario agent prints, for the limits of FAST. */
 export const FAST_LIMITS = "limits dead=4000 stall=1500 grace=0 poll=100";
 
-/**
- * test/fixtures/watch-scenario.ts as JS importing dist/watchdog/index.js, written into `dir`;
- * returns its path.
- */
-export function buildNodeScenario(dir: string): string {
-  const source = readFileSync(NODE_SCENARIO, "utf8");
-  const js = ts.transpileModule(source, {
-    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
-  }).outputText;
-  const dist = pathToFileURL(join(import.meta.dirname, "../../dist/watchdog/index.js")).href;
-  const built = join(dir, "watch-scenario.mjs");
-  writeFileSync(built, js.replace("../../src/watchdog/index.js", dist));
-  return built;
-}
+/** test/fixtures/watch-scenario.ts as JS importing dist/watchdog/index.js; returns its path. */
+export const buildNodeScenario = (): string => builtJs("test/fixtures/watch-scenario.ts");
 
 /**
  * The Python 3.9+ interpreter the Python agent runs on (`SELFHEAL_TEST_PYTHON`, else python3 on

@@ -54,7 +54,8 @@ const alert: Omit<Alert, "suppressed"> = {
   at: 0,
 };
 
-function escalator(notifiers: Notifier[], timeoutMs = 300) {
+/** An escalator on the real clock; its notifiers' timeout far past a busy machine's delays. */
+function escalator(notifiers: Notifier[], timeoutMs = 30_000) {
   const warnings: string[] = [];
   const counted: string[] = [];
   const e = new Escalator({
@@ -96,16 +97,19 @@ describe("notifiers against real HTTP servers on 127.0.0.1", () => {
 
   it("a notifier that hangs is cut by its timeout, one that answers 500 is logged; the others still deliver", async () => {
     received.length = 0;
-    const { e, warnings } = escalator([
-      webhookNotifier({ url: `${server.url}/hang` }),
-      slackNotifier({ webhookUrl: `${server.url}/fail` }),
-      webhookNotifier({ url: `${server.url}/ok/after` }),
-    ]);
-    const started = performance.now();
+    // A timeout of 5 s: far past what the two that answer take, even on a busy machine, so only
+    // the one that hangs is cut. escalate() resolving at all says it did not wait for that one.
+    const { e, warnings } = escalator(
+      [
+        webhookNotifier({ url: `${server.url}/hang` }),
+        slackNotifier({ webhookUrl: `${server.url}/fail` }),
+        webhookNotifier({ url: `${server.url}/ok/after` }),
+      ],
+      5_000,
+    );
     await expect(e.escalate(alert)).resolves.toBe(true);
-    expect(performance.now() - started).toBeLessThan(1_500);
     expect(warnings).toHaveLength(2);
-    expect(warnings.join("\n")).toMatch(/no answer within 300 ms/);
+    expect(warnings.join("\n")).toMatch(/no answer within 5000 ms/);
     expect(warnings.join("\n")).toMatch(/HTTP 500/);
     expect(received.some((r) => r.path === "/ok/after")).toBe(true);
   });

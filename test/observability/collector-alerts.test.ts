@@ -189,7 +189,7 @@ beforeAll(async () => {
   collector.stderr?.on("data", (chunk: Buffer) => {
     collectorLog = (collectorLog + chunk.toString()).slice(-8_000);
   });
-  const deadline = Date.now() + 20_000;
+  const deadline = Date.now() + 60_000; // a busy machine may take seconds to start it (issue 27)
   for (;;) {
     if (collector.exitCode !== null) throw new Error(`the Collector exited:\n${collectorLog}`);
     const ok = await fetch(`http://127.0.0.1:${String(health)}/`).then(
@@ -224,7 +224,7 @@ beforeAll(async () => {
     .split("\n")
     .filter((l) => /^otelcol_(exporter|receiver|processor_tail)/.test(l) && !l.includes("_bucket"))
     .join("\n");
-}, 90_000);
+}, 240_000);
 
 afterAll(async () => {
   await stopCollector();
@@ -288,9 +288,13 @@ describe.skipIf(!available)(SUITE, () => {
   it("SelfhealCollectorDown: once the Collector is gone, not before", async () => {
     expect(await holds("SelfhealCollectorDown")).toEqual([]);
     await stopCollector();
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
-    expect(await holds("SelfhealCollectorDown")).toEqual([
-      expect.objectContaining({ job: "otel-collector", value: 0 }),
-    ]);
-  }, 20_000);
+    // Until the next scrapes (every 1 s) and evaluation find it gone: a busy machine may take
+    // longer than an idle one (issue 27). The limit only ends a wait that would never end.
+    let down = await holds("SelfhealCollectorDown");
+    for (const until = Date.now() + 60_000; down.length === 0 && Date.now() < until;) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      down = await holds("SelfhealCollectorDown");
+    }
+    expect(down).toEqual([expect.objectContaining({ job: "otel-collector", value: 0 })]);
+  }, 120_000);
 });

@@ -35,7 +35,7 @@ const MINUTE = 60_000;
 describe.skipIf(!available)(SUITE, () => {
   beforeAll(async () => {
     pipeline = await startCollectorPipeline();
-  }, 120_000);
+  }, 240_000);
 
   afterAll(async () => {
     if (pipeline) console.info(`[collector e2e] ms: ${JSON.stringify(pipeline.timings)}`);

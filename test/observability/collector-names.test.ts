@@ -170,7 +170,7 @@ describe.skipIf(!available)(SUITE, () => {
     }
     // A second flush of the span metrics, so both histograms and counters are in.
     await waitFor(() => false, 1_500);
-  }, 120_000);
+  }, 240_000);
 
   afterAll(async () => {
     await stopAllCollectors();

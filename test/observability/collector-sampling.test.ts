@@ -197,7 +197,7 @@ describe.skipIf(!available)(SUITE, () => {
     expect(spansOf(healthy.traceId)).toEqual([]);
     expect(spansOf(success.traceId)).toEqual([]);
     await Promise.all([current.stop(), old.stop()]);
-  }, 60_000);
+  }, 180_000);
 
   it("sets Honeycomb's SampleRate: 1 on traces kept for errors, diagnoses and the watchdog, 100/percent on the baseline", async () => {
     const honeycomb = await startCollector({
@@ -266,5 +266,5 @@ describe.skipIf(!available)(SUITE, () => {
       expect(got).toHaveLength(2);
       for (const s of got) expect(s.attributes.SampleRate, `${s.name} of ${t.traceId}`).toBe(4);
     }
-  }, 60_000);
+  }, 180_000);
 });

@@ -216,7 +216,7 @@ describe.skipIf(!available)(SUITE, () => {
     } finally {
       await Promise.all([tier1.stop(), tier2.stop()]);
     }
-  }, 60_000);
+  }, 180_000);
 
   it("delivers them with TLS between the tiers (tier2-tls.yaml overlay, CA on tier 1)", async () => {
     const certs = makeCertificates(dir);
@@ -253,7 +253,7 @@ describe.skipIf(!available)(SUITE, () => {
     } finally {
       await Promise.all([tier1.stop(), tier2.stop()]);
     }
-  }, 60_000);
+  }, 180_000);
 
   it("delivers nothing when tier 1 dials TLS and tier 2 listens in plaintext (the old defaults)", async () => {
     const { tier1, tier2 } = await startTiers("mismatch", {}, { SELFHEAL_TIER2_INSECURE: "false" });
@@ -272,5 +272,5 @@ describe.skipIf(!available)(SUITE, () => {
     } finally {
       await Promise.all([tier1.stop(1_000), tier2.stop()]);
     }
-  }, 60_000);
+  }, 180_000);
 });

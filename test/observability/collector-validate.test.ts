@@ -225,7 +225,7 @@ describe.skipIf(!available)(SUITE, () => {
 
       // Send once the receiver listens: only a refused connection is retried (nothing was taken).
       let status = 0;
-      const until = Date.now() + 10_000;
+      const until = Date.now() + 60_000; // a busy machine may take seconds (issue 27)
       while (status === 0) {
         if (proc.exitCode !== null) throw new Error(`the Collector exited early:\n${log}`);
         try {
@@ -246,7 +246,7 @@ describe.skipIf(!available)(SUITE, () => {
       await eventually(
         () => existsSync(out) && readFileSync(out, "utf8").includes(traceId),
         `the span in ${out}`,
-        10_000,
+        60_000,
       );
       const line = readFileSync(out, "utf8")
         .split("\n")
@@ -265,10 +265,10 @@ describe.skipIf(!available)(SUITE, () => {
         new Promise<"timeout">((resolve) => {
           setTimeout(() => {
             resolve("timeout");
-          }, 10_000);
+          }, 60_000);
         }),
       ]);
       expect(code, log).toBe(0);
-    }, 30_000);
+    }, 240_000);
   });
 });

@@ -85,7 +85,7 @@ export interface CollectorOptions {
   configs: string[];
   /** Variables for the configurations; the OTLP, health and telemetry addresses are added. */
   env?: Record<string, string>;
-  /** How long to wait for the health check, ms (default 20 s). */
+  /** How long to wait for the health check, ms (default 60 s: a busy machine is slow). */
   readyTimeoutMs?: number;
 }
 
@@ -156,7 +156,8 @@ export async function startCollector(options: CollectorOptions): Promise<Running
   };
   running.add(handle);
 
-  const deadline = Date.now() + (options.readyTimeoutMs ?? 20_000);
+  // Generous: a busy machine may take seconds to start a Collector (issue 27).
+  const deadline = Date.now() + (options.readyTimeoutMs ?? 60_000);
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) {
       running.delete(handle);

@@ -168,7 +168,7 @@ beforeAll(async () => {
   prometheus = await startPrometheus(join(dir, "prometheus.yml"), join(dir, "data"));
   stopPrometheus = prometheus.stop;
   timings.start = Date.now() - t2;
-}, 120_000);
+}, 240_000);
 
 afterAll(async () => {
   await stopPrometheus?.();

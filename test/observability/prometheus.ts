@@ -91,7 +91,7 @@ export async function startPrometheus(
     await exited;
   };
 
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + 60_000; // a busy machine may take seconds to start it (issue 27)
   for (;;) {
     if (!state.running) throw new Error(`prometheus exited at start:\n${log}`);
     const ready = await fetch(`${url}/-/ready`).then(

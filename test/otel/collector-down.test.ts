@@ -62,8 +62,11 @@ async function start(endpoint: string, options: TelemetryOptions = {}) {
   return { telemetry, lines };
 }
 
-/** Calls through selfheal, with real time, until `stop` holds; every call must succeed. */
-async function callUntil(stop: () => boolean, timeoutMs = 5_000) {
+/**
+ * Calls through selfheal, with real time, until `stop` holds; every call must succeed. The limit
+ * only ends a run that would never get there; it is half the 60 s window of the log line.
+ */
+async function callUntil(stop: () => boolean, timeoutMs = 30_000) {
   const sh = createSelfHealing({ agent: "down-test" });
   const tool = sh.tool("lookup", { readOnly: true }, (n: number) => Promise.resolve(n * 2));
   let calls = 0;
@@ -111,17 +114,24 @@ describe("a collector that is down or slow costs the agent nothing", () => {
     await callUntil(
       () => telemetry.exportErrors().traces >= 2 && telemetry.exportErrors().metrics >= 1,
     );
-    expect(performance.now() - before).toBeLessThan(4_000);
+    // At their 150 ms deadline: two trace exports cut at the exporter's default (10 s) would
+    // take 20 s. The pass mark is far from both (issue 27).
+    expect(performance.now() - before).toBeLessThan(10_000);
     expect(telemetry.exportErrors().last).toMatch(/timed out/i);
     expect(lines).toHaveLength(1);
     expect(hanging.hits).toBeGreaterThan(0);
+    await telemetry.shutdown();
 
-    // Spans are still buffered and the receiver still hangs: shutdown gives up after its bound.
+    // An export that would hang for a minute is in flight, spans are buffered, the receiver
+    // still hangs: shutdown gives up after its 1 s bound, far under the export's minute.
+    const slow = await start(hanging.url, { exportTimeoutMillis: 60_000 });
     const sh = createSelfHealing({ agent: "late" });
+    const hits = hanging.hits;
+    await callUntil(() => hanging.hits > hits);
     await sh.tool("t", { readOnly: true }, () => 1)(undefined);
     const t0 = performance.now();
-    await telemetry.shutdown();
-    expect(performance.now() - t0).toBeLessThan(1_500);
+    await slow.telemetry.shutdown();
+    expect(performance.now() - t0).toBeLessThan(30_000);
     expect(diagLines.filter((l) => l.startsWith("error"))).toEqual([]);
     expect(unhandled).toEqual([]);
   });
@@ -136,16 +146,17 @@ describe("a collector that is down or slow costs the agent nothing", () => {
     const { telemetry } = await start(hanging.url, {
       maxQueueSize: 16,
       maxExportBatchSize: 8,
-      exportTimeoutMillis: 2_000,
+      exportTimeoutMillis: 60_000,
       metricsExporter: "none",
     });
     const sh = createSelfHealing({ agent: "flood" });
     const tool = sh.tool("t", { readOnly: true }, () => 1);
     const t0 = performance.now();
     for (let i = 0; i < 2_000; i++) await tool(undefined);
-    // 2 000 calls while the first export hangs (its 2 s deadline not reached): none waited for
-    // it, and the queue stayed at 16 spans, the rest dropped.
-    expect(performance.now() - t0).toBeLessThan(2_000);
+    // 2 000 calls while the first export hangs (its 60 s deadline not reached): none waited for
+    // it (they took far less than that deadline, a busy machine included), and the queue stayed
+    // at 16 spans, the rest dropped.
+    expect(performance.now() - t0).toBeLessThan(30_000);
     expect(telemetry.exportErrors().traces).toBe(0);
     await sh.close();
     expect(unhandled).toEqual([]);

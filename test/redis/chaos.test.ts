@@ -20,13 +20,15 @@ import {
   type ChaosLine,
   type ChaosResult,
 } from "../fixtures/redis-worker.js";
+import { builtJs } from "../helpers/built-js.js";
 import { haveRedis, startRedis, type RunningRedis } from "../helpers/redis-server.js";
 import { startTcpProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
 
 const available = haveRedis("Redis fleet counts under faults (chaos)");
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const WORKER = fileURLToPath(new URL("../fixtures/redis-worker.ts", import.meta.url));
+/** test/fixtures/redis-worker.ts as built JS on dist/ (no tsx at run time). */
+const WORKER = builtJs("test/fixtures/redis-worker.ts");
 const WORKERS = 3;
 const LONG = process.env.CHAOS_LONG === "1";
 const HANG_MS = LONG ? 5_000 : 3_000;
@@ -61,7 +63,7 @@ class Worker {
   }
 
   static start(index: number): Worker {
-    const child = spawn(process.execPath, ["--import", "tsx", WORKER, "chaos"], {
+    const child = spawn(process.execPath, [WORKER, "chaos"], {
       cwd: ROOT,
       stdio: ["pipe", "pipe", "pipe"],
     });

@@ -1,47 +1,48 @@
 import { spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
 import { createSelfHealing } from "../../src/index.js";
 import { redisStore } from "../../src/redis/index.js";
+import { builtJs } from "../helpers/built-js.js";
 import { haveRedis, redisForSuite } from "../helpers/redis-server.js";
 
 const available = haveRedis("close() and the connections selfheal opened");
 
-const FIXTURE = fileURLToPath(new URL("../fixtures/redis-close.ts", import.meta.url));
+/** test/fixtures/redis-close.ts as built JS on dist/ (no tsx at run time). */
+const FIXTURE = builtJs("test/fixtures/redis-close.ts");
 
 interface Exit {
   code: number | null;
+  /** The signal that ended it: SIGTERM when it was still up after 60 s. */
+  signal: NodeJS.Signals | null;
   lines: Record<string, unknown>[];
   stderr: string;
-  /** From the line saying `sh.close()` returned to the process's exit, ms. */
-  afterCloseMs: number;
 }
 
-/** The README's example as its own process; killed (and failed) if it is still up after 20 s. */
+/**
+ * The README's example as its own process; killed (and failed) if it is still up after 60 s. A
+ * connection selfheal left open holds the process for ever, so any limit finds it; this one is
+ * far past the seconds the example takes even on a busy machine. Exiting on its own is the
+ * test, not how soon (issue 27).
+ */
 function runExample(mode: "url" | "client", url: string, prefix: string): Promise<Exit> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", FIXTURE, mode, url, prefix], {
+    const child = spawn(process.execPath, [FIXTURE, mode, url, prefix], {
       stdio: ["ignore", "pipe", "pipe"],
-      timeout: 20_000,
+      timeout: 60_000,
     });
     let stdout = "";
     let stderr = "";
-    let closedAt = Number.NaN;
-    child.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString();
-      if (stdout.includes('"step":"closed"') && Number.isNaN(closedAt))
-        closedAt = performance.now();
-    });
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
     child.once("error", reject);
-    child.once("exit", (code) => {
+    child.once("exit", (code, signal) => {
       const lines = stdout
         .trim()
         .split("\n")
         .filter(Boolean)
         .map((l) => JSON.parse(l) as Record<string, unknown>);
-      resolve({ code, lines, stderr, afterCloseMs: performance.now() - closedAt });
+      resolve({ code, signal, lines, stderr });
     });
   });
 }
@@ -54,26 +55,25 @@ describe.skipIf(!available)(
     it("the README's example (a store made from a URL) exits on its own after sh.close(), its calls sent", async () => {
       const out = await runExample("url", suite.redis.url, "close1");
       expect(unexpected(out.stderr)).toEqual([]);
-      expect(out.code).toBe(0);
+      // It exited on its own (exit code 0), not killed as a process still up after 60 s.
+      expect([out.code, out.signal]).toEqual([0, null]);
       expect(out.lines).toEqual([
         { step: "called", value: "results for status", via: "primary" },
         { step: "closed" },
       ]);
-      expect(out.afterCloseMs).toBeLessThan(3_000);
       // close() sent what waited (a flush is 1 s away): the fleet has both calls.
       const reader = redisStore({ url: suite.redis.url, prefix: "close1" });
       const signals = await reader.read("support", Date.now());
       expect(signals.agent.calls.ok).toBe(2);
       await reader.close();
-    }, 30_000);
+    }, 90_000);
 
     it("with the program's own client: the client stays usable, and quitting it is all the exit needs", async () => {
       const out = await runExample("client", suite.redis.url, "close2");
       expect(unexpected(out.stderr)).toEqual([]);
-      expect(out.code).toBe(0);
+      expect([out.code, out.signal]).toEqual([0, null]);
       expect(out.lines.at(-1)).toEqual({ step: "closed", client: "ready", ping: "PONG" });
-      expect(out.afterCloseMs).toBeLessThan(3_000);
-    }, 30_000);
+    }, 90_000);
 
     it("in process: a client the user passed stays open; the store's own connections are closed", async () => {
       const client = new Redis(suite.redis.url);
@@ -128,14 +128,21 @@ describe.skipIf(!available)(
 );
 
 /**
- * What a child wrote to stderr, but for the store's one-line "Redis unavailable" warning: a fleet
- * resync still in flight as the store closes can fail on the closing connection and say so
- * (fleet-sync.ts: close() does not wait for it). Crashes and anything else still fail the test.
+ * What a child wrote to stderr, but for the store's one-line "Redis unavailable" warning and its
+ * "Redis is back" line: a fleet resync still in flight as the store closes can fail on the
+ * closing connection and say so (fleet-sync.ts: close() does not wait for it), and on a busy
+ * machine a command can outlast the store's command timeout and come back (issue 27). Crashes
+ * and anything else still fail the test.
  */
 function unexpected(stderr: string): string[] {
   return stderr
     .split("\n")
-    .filter((line) => line !== "" && !line.startsWith("selfheal: Redis unavailable"));
+    .filter(
+      (line) =>
+        line !== "" &&
+        !line.startsWith("selfheal: Redis unavailable") &&
+        !line.startsWith("selfheal: Redis is back"),
+    );
 }
 
 /** A logger for stores closed before they connected (they say so; not what is tested here). */
@@ -148,8 +155,8 @@ async function connections(admin: Redis): Promise<number> {
     .split("\n").length;
 }
 
-/** Polls `condition` every 20 ms; fails after `ms`. */
-async function waitFor(condition: () => Promise<boolean>, ms = 3_000): Promise<void> {
+/** Polls `condition` every 20 ms; fails after `ms` (a limit for a busy machine, not a measure). */
+async function waitFor(condition: () => Promise<boolean>, ms = 30_000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!(await condition())) {
     if (Date.now() > deadline) throw new Error("condition not met in time");

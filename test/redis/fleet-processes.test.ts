@@ -16,8 +16,21 @@ const available = haveRedis("Redis fleet of worker processes calling a provider"
 
 const WORKERS = 3;
 const PREFIX = "fleet-proc";
-/** How long the fake provider takes to charge a card, ms: the other workers arrive meanwhile. */
-const CHARGE_MS = 150;
+/**
+ * How long the fake provider takes to charge a card, ms: the other workers arrive meanwhile. A
+ * second: each is told to charge at the same moment, and on a busy machine one may wake late.
+ */
+const CHARGE_MS = 1_000;
+/**
+ * How long p1 takes to answer the half-open probe, ms: the other workers call again and again
+ * meanwhile (each call about COMPLETE_MS), and are refused the probe.
+ */
+const PROBE_MS = 1_000;
+/**
+ * Limits on waits for what takes milliseconds on an idle machine (a start, a pub/sub message):
+ * generous, so a busy one passes; they only end a run that would never get there (issue 27).
+ */
+const WAIT_MS = 60_000;
 /** How long the fake LLM takes to answer, ms (so a request is well before its answer's events). */
 const COMPLETE_MS = 10;
 
@@ -63,7 +76,7 @@ describe.skipIf(!available)("three worker processes, one fleet, one fake provide
     );
     const ready = await Promise.all(
       workers.map((w) =>
-        w.waitFor((l): l is Extract<Line, { type: "ready" }> => l.type === "ready", 10_000),
+        w.waitFor((l): l is Extract<Line, { type: "ready" }> => l.type === "ready", WAIT_MS),
       ),
     );
     // Three processes, none of them this one.
@@ -71,7 +84,7 @@ describe.skipIf(!available)("three worker processes, one fleet, one fake provide
     expect(ready.map((r) => r.pid)).not.toContain(process.pid);
     // Every worker's subscriber listens for verdicts before anyone calls.
     const channel = `${PREFIX}:breakers`;
-    for (const deadline = Date.now() + 5_000; ; await sleep(20)) {
+    for (const deadline = Date.now() + WAIT_MS; ; await sleep(20)) {
       const [, listeners] = (await admin.pubsub("NUMSUB", channel)) as [string, number];
       if (listeners === WORKERS) break;
       if (Date.now() > deadline) throw new Error("the workers did not subscribe in time");
@@ -85,7 +98,9 @@ describe.skipIf(!available)("three worker processes, one fleet, one fake provide
     // --- 1. p1 fails for worker 0 alone; its breaker opens; workers 1 and 2 never try p1. ---
     const phase1 = now();
     // Workers 1 and 2 will call once, each as soon as its own p1 breaker is open.
-    const theirCalls = [w1, w2].map((w) => w.send<CallDone>({ cmd: "call-on-open", maxMs: 5_000 }));
+    const theirCalls = [w1, w2].map((w) =>
+      w.send<CallDone>({ cmd: "call-on-open", maxMs: WAIT_MS }),
+    );
     const own: CallDone[] = [];
     while (!w0.lines.some(isEvent("open"))) {
       own.push(await w0.send<CallDone>({ cmd: "call" }));
@@ -98,10 +113,10 @@ describe.skipIf(!available)("three worker processes, one fleet, one fake provide
       [0, 503],
       [0, 503],
     ]);
-    const opened = await w0.waitFor(isEvent("open"), 1_000);
+    const opened = await w0.waitFor(isEvent("open"), WAIT_MS);
     const halfOpenAt = opened.at + FLEET_BREAKER.baseOpenMs;
     // Workers 1 and 2 hear the verdict (pub/sub): open, though p1 never failed for them.
-    const heard = await Promise.all([w1, w2].map((w) => w.waitFor(isEvent("open"), 2_000)));
+    const heard = await Promise.all([w1, w2].map((w) => w.waitFor(isEvent("open"), WAIT_MS)));
     const theirs = await Promise.all(theirCalls);
     // Straight to p2: first attempt, no failure, and the provider saw no /p1 from them.
     expect(theirs.map((c) => [c.provider, c.outcome, c.attempts])).toEqual([
@@ -115,12 +130,14 @@ describe.skipIf(!available)("three worker processes, one fleet, one fake provide
       [1, "/p2"],
       [2, "/p2"],
     ]);
-    // ...and all of that inside the open period (not a half-open rejection).
+    // ...and all of that inside the open period (not a half-open rejection): 3 s, for what takes
+    // milliseconds.
     for (const c of theirs) expect(c.ended).toBeLessThan(halfOpenAt);
     const verdictLagMs = Math.max(...heard.map((e) => e.at - opened.at));
 
     // --- 2. p1 is back; past the open period all three call at once: one probe in the fleet. ---
     provider.state.p1Down = false;
+    provider.state.p1Ms = PROBE_MS;
     const phase2 = now();
     const go = halfOpenAt + 50;
     const rounds = await Promise.all(
@@ -129,7 +146,7 @@ describe.skipIf(!available)("three worker processes, one fleet, one fake provide
           cmd: "call-until-closed",
           at: go,
           pauseMs: 20,
-          maxMs: 5_000,
+          maxMs: WAIT_MS,
         }),
       ),
     );
@@ -157,15 +174,17 @@ describe.skipIf(!available)("three worker processes, one fleet, one fake provide
     expect(calls.every((c) => c.outcome === "success")).toBe(true);
     const halfOpenCalls = calls.filter((c) => c.started >= halfOpenAt && c.started < firstClosed);
     expect(halfOpenCalls.filter((c) => c.provider === "p1")).toHaveLength(1);
-    expect(halfOpenCalls.length).toBeGreaterThan(WORKERS); // they did call repeatedly meanwhile
+    // They did call repeatedly meanwhile (the probe took PROBE_MS).
+    expect(halfOpenCalls.length).toBeGreaterThan(WORKERS);
     const lastClosed = Math.max(...closes.map((c) => c[0]?.at ?? -Infinity));
     const afterFirstClose = p1Requests(firstClosed, lastClosed).length;
     // Closed everywhere: p1 takes each worker's traffic again.
+    provider.state.p1Ms = COMPLETE_MS;
     const after = await Promise.all(workers.map((w) => w.send<CallDone>({ cmd: "call" })));
     expect(after.map((c) => c.provider)).toEqual(["p1", "p1", "p1"]);
 
     // --- 3. The same order charged by all three at the same moment: one charge. ---
-    const at = now() + 200;
+    const at = now() + 500;
     const charged = await Promise.all(
       workers.map((w) => w.send<ChargeDone>({ cmd: "charge", order: "order-1", at })),
     );
@@ -191,7 +210,7 @@ describe.skipIf(!available)("three worker processes, one fleet, one fake provide
     for (const w of workers) w.child.stdin.end();
     const exits = await Promise.race([
       Promise.all(workers.map((w) => w.exited)),
-      sleep(5_000).then(() => undefined),
+      sleep(WAIT_MS).then(() => undefined),
     ]);
     expect(exits).toEqual(workers.map(() => ({ code: 0, signal: null })));
     for (const w of workers) {
@@ -199,6 +218,7 @@ describe.skipIf(!available)("three worker processes, one fleet, one fake provide
       expect(w.warnings()).toEqual([]);
     }
 
+    // The measured numbers, for the record (none of them is a pass mark).
     console.info(
       JSON.stringify({
         spawnedMs: Math.round(spawnedMs),
@@ -214,6 +234,5 @@ describe.skipIf(!available)("three worker processes, one fleet, one fake provide
         totalMs: Math.round(performance.now() - started),
       }),
     );
-    expect(performance.now() - started).toBeLessThan(20_000);
-  }, 25_000);
+  }, 300_000);
 });

@@ -5,6 +5,7 @@ import { createSelfHealing, isInFlightElsewhereError, type SelfHealing } from ".
 import { redisStore, type RedisSignalStore } from "../../src/redis/index.js";
 import type { WhenFleetDown } from "../../src/recovery/idempotency.js";
 import { hashKey } from "../../src/telemetry/spans.js";
+import { budgetKeyPrefix, fleetTag } from "../../src/redis/keys.js";
 import { thrownFault } from "../../src/testing/index.js";
 import { chargingWorker, recordingPager } from "../helpers/engine.js";
 import { haveRedis, redisForSuite } from "../helpers/redis-server.js";
@@ -19,11 +20,20 @@ interface Worker {
   circuits: { dependency: string; state: string; at: number }[];
 }
 
+/** The breaker's open period in the one-probe test, ms: b and c must call inside it. */
+const OPEN_MS = 3_000;
+/** The open period in the lease test, ms: B keeps asking for the lease through most of it. */
+const LEASE_OPEN_MS = 8_000;
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function waitFor(condition: () => boolean, ms = 5_000): Promise<void> {
+/**
+ * Polls `condition` every 10 ms until it holds. The limit only ends a test that would never
+ * pass: a busy machine may take seconds for what takes milliseconds on an idle one (issue 27).
+ */
+async function waitFor(condition: () => boolean | Promise<boolean>, ms = 30_000): Promise<void> {
   const deadline = Date.now() + ms;
-  while (!condition()) {
+  while (!(await condition())) {
     if (Date.now() > deadline) throw new Error("condition not met in time");
     await sleep(10);
   }
@@ -31,6 +41,14 @@ async function waitFor(condition: () => boolean, ms = 5_000): Promise<void> {
 
 describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real redis-server", () => {
   const suite = redisForSuite();
+
+  /** Until `n` stores listen on their fleet's breaker channel (a fixed sleep is a guess). */
+  const subscribed = (store: RedisSignalStore, n: number) =>
+    waitFor(async () => {
+      const channel = store.fleet.breakerChannel;
+      const [, listeners] = (await suite.admin.pubsub("NUMSUB", channel)) as [string, number];
+      return listeners === n;
+    });
 
   describe("breakers and alerts shared by a fleet through Redis", () => {
     it("one worker's verdict opens the breaker for all; one probe per half-open period in the fleet", async () => {
@@ -45,7 +63,14 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
           logger: { warn: () => undefined },
           recovery: {
             providers: [{ name: "p1" }, { name: "p2" }],
-            breaker: { baseOpenMs: 400, probeTimeoutMs: 300, minimumAttempts: 2, failureRate: 0.5 },
+            // Open for 3 s, a probe lease of 10 s: far past what a call takes on a busy machine,
+            // so b and c call inside the open period and one probe is all the fleet sends.
+            breaker: {
+              baseOpenMs: OPEN_MS,
+              probeTimeoutMs: 10_000,
+              minimumAttempts: 2,
+              failureRate: 0.5,
+            },
             plans: { SERVICE_DOWN: ["failover_to_secondary"] },
           },
         });
@@ -66,7 +91,7 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
         workers.push({ name, sh, store, complete, circuits });
       }
       const [a, b, c] = workers as [Worker, Worker, Worker];
-      await sleep(200); // subscribers connected
+      await subscribed(a.store, 3);
 
       // Worker a alone sees p1 fail until its breaker opens...
       while (!a.circuits.some((e) => e.dependency === "p1" && e.state === "open"))
@@ -80,7 +105,7 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
       // p1 is back. Past the open period the whole fleet calls at once: one worker probes p1.
       primaryDown = false;
       const opened = Math.max(...a.circuits.filter((e) => e.state === "open").map((e) => e.at));
-      await sleep(Math.max(0, opened + 450 - Date.now()));
+      await sleep(Math.max(0, opened + OPEN_MS + 50 - Date.now()));
       const halfOpenFrom = sent.length;
       const closed = () => workers.every((w) => w.circuits.at(-1)?.state === "closed");
       while (!closed()) {
@@ -97,7 +122,7 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
       expect(sent.slice(after).map((s) => s.provider)).toEqual(["p1", "p1", "p1"]);
 
       await closeAll(workers);
-    }, 20_000);
+    }, 60_000);
 
     it("a worker that joins late takes the breaker verdicts already standing", async () => {
       const make = () => {
@@ -131,13 +156,16 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
       const first = make();
       await first.complete(undefined); // p1 fails; the plan opens its breaker; p2 answers
       expect(first.opened).toEqual(["p1"]);
-      await sleep(100);
+      // The verdict stands in Redis (written after the call, not awaited by it).
+      await waitFor(
+        async () => (await suite.admin.exists(`${fleetTag("fleet3")}:breaker:p1`)) === 1,
+      );
       const late = make();
       await waitFor(() => late.opened.includes("p1"));
       await late.complete(undefined);
       expect(late.used).toEqual(["p2"]);
       await closeAll([first, late]);
-    }, 20_000);
+    }, 60_000);
 
     it("the probe lease is held through the open period: a worker whose clock runs ahead cannot probe before it ends", async () => {
       const p1Requests: { worker: string; at: number }[] = [];
@@ -150,7 +178,7 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
           ...(clock && { clock }),
           recovery: {
             providers: [{ name: "p1" }, { name: "p2" }],
-            breaker: { baseOpenMs: 2_500, probeTimeoutMs: 300 },
+            breaker: { baseOpenMs: LEASE_OPEN_MS, probeTimeoutMs: 300 },
             plans: { SERVICE_DOWN: ["circuit_break", "failover_to_secondary"] },
           },
         });
@@ -171,26 +199,31 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
         });
         return { sh, store, complete, opened };
       };
-      // B's clock is 10 s ahead: A's open period is already over by B's reckoning.
-      const ahead: Clock = { ...systemClock, now: () => systemClock.now() + 10_000 };
+      // B's clock is 20 s ahead: A's open period is already over by B's reckoning.
+      const ahead: Clock = { ...systemClock, now: () => systemClock.now() + 20_000 };
       const a = make("a");
       const b = make("b", ahead);
-      await sleep(200); // subscribers connected
-      await a.complete(undefined); // p1 fails; the plan opens its breaker for 2.5 s; p2 answers
-      const openUntil = Date.now() + 2_500;
+      await subscribed(a.store, 2);
+      const opening = Date.now();
+      await a.complete(undefined); // p1 fails; the plan opens its breaker for 8 s; p2 answers
+      const openUntil = Date.now() + LEASE_OPEN_MS;
       expect(a.opened).toEqual(["p1"]);
       await waitFor(() => b.opened.includes("p1"));
-      // The lease is A's for the whole open period...
+      // The lease is A's for the whole open period (not just a probe's 300 ms): it ends no
+      // sooner than the period that began after `opening` (100 ms for the two clocks).
       const leaseKey = "lease1:{fleet}:lease:p1";
-      expect(await suite.admin.pttl(leaseKey)).toBeGreaterThan(1_500);
-      // ...so B, half-open by its own clock, asks for it and is refused until the period ends.
-      while (Date.now() < openUntil - 300) {
+      const lease = await suite.admin.pttl(leaseKey);
+      expect(lease).toBeGreaterThan(opening + LEASE_OPEN_MS - Date.now() - 100);
+      // ...so B, half-open by its own clock, asks for it and is refused until the period ends
+      // (B stops 3 s before it: on a busy machine one call may take a second or more).
+      expect(openUntil - Date.now(), "time left to try").toBeGreaterThan(3_000);
+      while (Date.now() < openUntil - 3_000) {
         await b.complete(undefined);
         await sleep(50);
       }
       expect(p1Requests.map((r) => r.worker)).toEqual(["a"]);
       await closeAll([a, b]);
-    }, 20_000);
+    }, 60_000);
 
     it("fleets on db 0 and db 1 of one server with the same prefix do not share verdicts", async () => {
       const make = (db: number) => {
@@ -254,7 +287,7 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
         db1.disconnect();
       }
       await closeAll([a, b, c, d]);
-    }, 20_000);
+    }, 60_000);
 
     it("ten workers escalating the same failure page once per throttle period", async () => {
       const pages: string[] = [];
@@ -275,7 +308,7 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
       await Promise.all(workers.map((w) => w.pay(undefined).catch(() => undefined)));
       expect(pages).toHaveLength(1);
       await closeAll(workers);
-    }, 20_000);
+    }, 60_000);
   });
 
   describe("the idempotency ledger shared by a fleet through Redis", () => {
@@ -305,7 +338,7 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
       expect(again).toEqual({ charged: "order-1", by: sender });
       expect(charges).toHaveLength(1);
       await closeAll(workers);
-    }, 20_000);
+    }, 60_000);
 
     it("a write that failed frees its key: another worker may send it", async () => {
       let fail = true;
@@ -336,7 +369,7 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
       await expect(b.charge({ order: "o2" })).resolves.toEqual({ charged: "o2" });
       expect(sent).toEqual(["a", "b"]);
       await closeAll([a, b]);
-    }, 20_000);
+    }, 60_000);
   });
 
   describe("a sender that crashed holding a key (it claimed, then neither shared nor let go)", () => {
@@ -365,7 +398,8 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
       const started = Date.now();
       const error: unknown = await strict.charge({ order: "o-3" }).catch((e: unknown) => e);
       expect(isInFlightElsewhereError(error)).toBe(true);
-      expect(Date.now() - started).toBeLessThan(2_000); // at once, not at the deadline
+      // At once, not at the deadline (60 s by default): the bound is far from both.
+      expect(Date.now() - started).toBeLessThan(20_000);
       expect(sent).toEqual([]);
       expect(
         await suite.admin.pttl(`${prefix}:{fleet}:ledger:charge:${hashKey("o-3")}:inflight`),
@@ -377,15 +411,17 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
         by: "lenient",
       });
       expect(sent).toEqual(["lenient"]);
-      // Its result is the fleet's now: the strict worker replays it.
-      await sleep(50); // the share is fired, not awaited
+      // Its result is the fleet's now (the share is fired, not awaited): the strict worker
+      // replays it.
+      const result = `${fleetTag(prefix)}:ledger:charge:${hashKey("o-3")}`;
+      await waitFor(async () => (await suite.admin.exists(result)) === 1);
       await expect(strict.charge({ order: "o-3" })).resolves.toEqual({
         charged: "o-3",
         by: "lenient",
       });
       expect(sent).toEqual(["lenient"]);
       await closeAll([strict, lenient]);
-    }, 20_000);
+    }, 60_000);
   });
 
   describe("a task's recovery budget shared by a fleet through Redis", () => {
@@ -415,12 +451,14 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
       const a = make("a", 1); // one retry: $0.20 of the task's $0.50
       const b = make("b", 99); // always failing
       await a.sh.task("task-1", () => a.lookup(undefined));
-      await sleep(100); // the spend reached Redis
+      // The spend reached Redis (recorded after the call, not awaited by it).
+      const spend = `${budgetKeyPrefix("budget1")}${hashKey("task-1")}`;
+      await waitFor(async () => Number(await suite.admin.get(spend)) >= 0.2 - 1e-9);
       await expect(b.sh.task("task-1", () => b.lookup(undefined))).rejects.toThrow(/budget/i);
       // b had $0.30 left: one retry ($0.20), not two.
       expect(sends).toEqual(["a", "a", "b", "b"]);
       await closeAll([a, b]);
-    }, 20_000);
+    }, 60_000);
   });
 
   describe("the UNKNOWN share watched across a fleet", () => {
@@ -451,7 +489,7 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
       // Neither worker alone had 20 diagnoses; the fleet had 30.
       expect(Math.max(...drifts.map((d) => d.samples))).toBeGreaterThanOrEqual(20);
       await closeAll(workers);
-    }, 20_000);
+    }, 60_000);
   });
 });
 

@@ -19,12 +19,14 @@ import {
   workerRecords,
   type WorkerOutput,
 } from "../fixtures/redis-worker.js";
+import { builtJs } from "../helpers/built-js.js";
 import { haveRedis, redisForSuite } from "../helpers/redis-server.js";
 
 const available = haveRedis("Redis fleet of worker processes");
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const WORKER = fileURLToPath(new URL("../fixtures/redis-worker.ts", import.meta.url));
+/** test/fixtures/redis-worker.ts as built JS on dist/ (no tsx at run time). */
+const WORKER = builtJs("test/fixtures/redis-worker.ts");
 const WORKERS = 3;
 const SEED = 20260101;
 const PREFIX = "fleet-test";
@@ -38,13 +40,16 @@ interface Exit {
   stderr: string;
 }
 
-/** One worker as its own Node.js process (`node --import tsx`), killed if it hangs. */
+/**
+ * One worker as its own Node.js process, killed (and failed) if it hangs: after a minute, far past
+ * the seconds it takes even on a busy machine (it runs on virtual time; only its start is real).
+ */
 function runWorker(url: string, index: number): Promise<Exit> {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      ["--import", "tsx", WORKER, url, PREFIX, String(index), String(SEED), String(WORKERS)],
-      { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], timeout: 12_000 },
+      [WORKER, url, PREFIX, String(index), String(SEED), String(WORKERS)],
+      { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], timeout: 60_000 },
     );
     let stdout = "";
     let stderr = "";
@@ -80,11 +85,9 @@ describe.skipIf(!available)("three worker processes sharing one redis-server", (
   const suite = redisForSuite();
 
   it("see one fleet's health: what one process computes from all their calls", async () => {
-    const started = performance.now();
     const exits = await Promise.all(
       Array.from({ length: WORKERS }, (_, i) => runWorker(suite.redis.url, i)),
     );
-    const elapsedMs = performance.now() - started;
 
     // Three processes, each exited 0 on its own, each through its own connection.
     const outputs = exits.map((exit, i) => {
@@ -201,8 +204,5 @@ describe.skipIf(!available)("three worker processes sharing one redis-server", (
     } finally {
       await reader.close();
     }
-
-    // Real time is only process start-up: three workers well within the test's budget.
-    expect(elapsedMs).toBeLessThan(12_000);
-  }, 15_000);
+  }, 90_000);
 });

@@ -1,7 +1,8 @@
 /**
  * How a keyed write treats the fleet's answers (`selfheal/redis`'s ledger, scripted here): what
  * it sends, what it refuses, how often it asks, under `whenFleetDown` "refuse" and "local".
- * No Redis: a fake ledger answers from a script, so every branch is exact and fast.
+ * No Redis: a fake ledger answers from a script, and time is a VirtualClock, so every branch,
+ * every wait and every deadline is exact and fast, whatever the machine's load.
  */
 import { describe, expect, it } from "vitest";
 import {
@@ -16,6 +17,7 @@ import {
 import type { FleetSync } from "../../src/fleet.js";
 import { MemorySignalStore } from "../../src/health/memory-store.js";
 import type { Claim, FleetWrite, LedgerSync } from "../../src/recovery/idempotency.js";
+import { VirtualClock } from "../../src/testing/index.js";
 
 /** One answer of the fake fleet to a claim: a Claim, or an error (Redis away). */
 type Answer = Claim | Error;
@@ -60,10 +62,16 @@ class FleetStore extends MemorySignalStore {
 
 const away = () => new Error("Redis did not answer within 300 ms");
 
+/** Runs `promise` on `clock`, 10 virtual ms a step: its waits and deadlines take no real time. */
+const onClock = <T>(clock: VirtualClock, promise: Promise<T>): Promise<T> =>
+  clock.run(promise, { stepMs: 10, maxMs: 60_000 });
+
 function setup(ledger: ScriptedLedger, whenFleetDown?: "refuse" | "local") {
+  const clock = new VirtualClock();
   const sh = createSelfHealing({
     agent: "pay",
     store: new FleetStore(ledger),
+    clock,
     logger: { warn: () => undefined },
     ...(whenFleetDown && { recovery: { ledger: { whenFleetDown } } }),
   });
@@ -78,18 +86,19 @@ function setup(ledger: ScriptedLedger, whenFleetDown?: "refuse" | "local") {
       return { charged: o.order };
     },
   );
-  return { sh, charge, sent, calls };
+  return { sh, charge, sent, calls, clock };
 }
 
 describe("a keyed write and the fleet's ledger", () => {
   it("the default is refuse: Redis away for the whole deadline, nothing is sent, FleetUnavailableError", async () => {
     const ledger = new ScriptedLedger([away()]);
-    const { sh, charge, sent, calls } = setup(ledger);
-    const started = Date.now();
-    const error: unknown = await charge({ order: "o1" }, { deadlineMs: 450 }).catch(
-      (e: unknown) => e,
+    const { sh, charge, sent, calls, clock } = setup(ledger);
+    const started = clock.now();
+    const error: unknown = await onClock(
+      clock,
+      charge({ order: "o1" }, { deadlineMs: 450 }).catch((e: unknown) => e),
     );
-    const took = Date.now() - started;
+    const took = clock.now() - started;
     expect(isFleetUnavailableError(error)).toBe(true);
     expect(isSelfHealError(error)).toBe(true);
     expect(error).toBeInstanceOf(FleetUnavailableError);
@@ -106,8 +115,9 @@ describe("a keyed write and the fleet's ledger", () => {
     expect(claims.length).toBeLessThanOrEqual(6);
     expect(claims[0]).toBe("claim charge:o1 hold=ttl"); // strict: a vanished sender stays held
     expect(ledger.log.at(-1)).toBe("release");
+    // It gave up at the deadline (virtual time: to the step of the run), not before, not later.
     expect(took).toBeGreaterThanOrEqual(350);
-    expect(took).toBeLessThan(1_500);
+    expect(took).toBeLessThanOrEqual(460);
     // The call ended as an error, with its type; the tool never ran.
     expect(calls.map((c) => [c.outcome, c.errorType])).toEqual([
       ["error", "FleetUnavailableError"],
@@ -117,8 +127,8 @@ describe("a keyed write and the fleet's ledger", () => {
 
   it("refuse: Redis back within the deadline, the write is claimed and sent once", async () => {
     const ledger = new ScriptedLedger([away(), away(), { kind: "mine" }]);
-    const { sh, charge, sent } = setup(ledger, "refuse");
-    await expect(charge({ order: "o2" })).resolves.toEqual({ charged: "o2" });
+    const { sh, charge, sent, clock } = setup(ledger, "refuse");
+    await expect(onClock(clock, charge({ order: "o2" }))).resolves.toEqual({ charged: "o2" });
     expect(sent).toEqual(["o2"]);
     expect(ledger.log).toEqual([
       "claim charge:o2 hold=ttl",
@@ -134,8 +144,8 @@ describe("a keyed write and the fleet's ledger", () => {
       { kind: "settle", retryMs: 30 },
       { kind: "done", value: { charged: "o3", by: "another worker" } },
     ]);
-    const { sh, charge, sent } = setup(ledger);
-    await expect(charge.detailed({ order: "o3" })).resolves.toMatchObject({
+    const { sh, charge, sent, clock } = setup(ledger);
+    await expect(onClock(clock, charge.detailed({ order: "o3" }))).resolves.toMatchObject({
       value: { charged: "o3", by: "another worker" },
       replayed: true,
       attempts: 0,
@@ -146,14 +156,14 @@ describe("a keyed write and the fleet's ledger", () => {
 
   it("local: Redis away, the worker decides alone at once (known away) or after one failed ask", async () => {
     const ledger = new ScriptedLedger([away()]);
-    const { sh, charge, sent } = setup(ledger, "local");
-    await expect(charge({ order: "o4" })).resolves.toEqual({ charged: "o4" });
+    const { sh, charge, sent, clock } = setup(ledger, "local");
+    await expect(onClock(clock, charge({ order: "o4" }))).resolves.toEqual({ charged: "o4" });
     expect(ledger.log).toEqual([
       "claim charge:o4 hold=-", // lenient: a vanished sender's key is free after its lease
       'complete {"charged":"o4"}', // shared with the fleet (when Redis is back)
     ]);
     ledger.isAway = true;
-    await expect(charge({ order: "o5" })).resolves.toEqual({ charged: "o5" });
+    await expect(onClock(clock, charge({ order: "o5" }))).resolves.toEqual({ charged: "o5" });
     expect(ledger.log.slice(2)).toEqual(['complete {"charged":"o5"}']); // no claim waited for
     expect(sent).toEqual(["o4", "o5"]);
     await sh.close();
@@ -162,9 +172,10 @@ describe("a keyed write and the fleet's ledger", () => {
   it("a claim that heard another worker holds the key never sends alone, in either mode", async () => {
     for (const mode of ["local", "refuse"] as const) {
       const ledger = new ScriptedLedger([{ kind: "busy", retryMs: 5_000 }, away()]);
-      const { sh, charge, sent } = setup(ledger, mode);
-      const error: unknown = await charge({ order: "o6" }, { deadlineMs: 400 }).catch(
-        (e: unknown) => e,
+      const { sh, charge, sent, clock } = setup(ledger, mode);
+      const error: unknown = await onClock(
+        clock,
+        charge({ order: "o6" }, { deadlineMs: 400 }).catch((e: unknown) => e),
       );
       expect(isFleetUnavailableError(error), mode).toBe(true);
       expect((error as FleetUnavailableError).inFlightElsewhere).toBe(true);
@@ -175,9 +186,10 @@ describe("a keyed write and the fleet's ledger", () => {
 
   it("busy until the deadline: InFlightElsewhereError, nothing sent", async () => {
     const ledger = new ScriptedLedger([{ kind: "busy", retryMs: 5_000 }]);
-    const { sh, charge, sent } = setup(ledger, "local");
-    const error: unknown = await charge({ order: "o7" }, { deadlineMs: 350 }).catch(
-      (e: unknown) => e,
+    const { sh, charge, sent, clock } = setup(ledger, "local");
+    const error: unknown = await onClock(
+      clock,
+      charge({ order: "o7" }, { deadlineMs: 350 }).catch((e: unknown) => e),
     );
     expect(isInFlightElsewhereError(error)).toBe(true);
     expect(sent).toEqual([]);
@@ -186,10 +198,13 @@ describe("a keyed write and the fleet's ledger", () => {
 
   it("refuse: a sender that vanished mid-write (lost) is never sent again, at once", async () => {
     const ledger = new ScriptedLedger([{ kind: "lost" }]);
-    const { sh, charge, sent } = setup(ledger);
-    const started = Date.now();
-    await expect(charge({ order: "o8" })).rejects.toBeInstanceOf(InFlightElsewhereError);
-    expect(Date.now() - started).toBeLessThan(500); // no wait for a deadline that cannot help
+    const { sh, charge, sent, clock } = setup(ledger);
+    const started = clock.now();
+    await expect(onClock(clock, charge({ order: "o8" }))).rejects.toBeInstanceOf(
+      InFlightElsewhereError,
+    );
+    // No wait for a deadline that cannot help (60 s by default): no more than the run's one step.
+    expect(clock.now() - started).toBeLessThanOrEqual(10);
     expect(ledger.log).toEqual(["claim charge:o8 hold=ttl"]);
     expect(sent).toEqual([]);
     await sh.close();

@@ -32,9 +32,6 @@ const freshDir = () => {
   return dir;
 };
 
-/** One poll of the supervisor in these tests, ms: every look must answer within it. */
-const POLL_MS = 1_000;
-
 /** The heartbeat path of session `s` in a fresh dir, made into something that is not a file. */
 const hostile: Record<string, (file: string) => void> = {
   "a symlink to /dev/zero": (file) => {
@@ -60,7 +57,9 @@ const expected: Record<string, string> = {
 
 describe("reads that cannot hang", () => {
   it.each(Object.keys(hostile))(
-    "%s: a typed problem within one poll, memory flat",
+    // A read that blocked (a FIFO nobody writes) would never end: the test's timeout catches it.
+    // The time a look takes is logged, not judged (issue 27: no test decides on the clock).
+    "%s: a typed problem, never a hang, memory flat",
     async (name) => {
       const dir = freshDir();
       const file = heartbeatFile(dir, "s");
@@ -80,7 +79,6 @@ describe("reads that cannot hang", () => {
       console.info(
         `${name}: ${perLook.toFixed(2)} ms per look, rss ${rssMb.toFixed(2)} MB, arrayBuffers ${buffersMb.toFixed(2)} MB over ${looks} looks`,
       );
-      expect(perLook).toBeLessThan(POLL_MS);
       expect(buffersMb).toBeLessThan(5);
       expect(rssMb).toBeLessThan(5);
     },
