@@ -1,10 +1,8 @@
 import { checkToolSetOptions, type ReadOnlyTools, type ToolSetToolOptions } from "../tool-set.js";
 
 /**
- * selfheal options for one Mastra tool, by its name in the agent's `tools`: those of `sh.tool`
- * except what the adapter sets (`readOnly` comes from the `readOnly` option, `kind` is `tool`,
- * each call has its own `agent.tool_call` span). `idempotencyKey` and `cannedAnswer` receive the
- * tool's input.
+ * selfheal options for one Mastra tool, by its name in the agent's `tools` (see ToolSetToolOptions:
+ * each call has its own tool-call span).
  */
 export type MastraToolOptions = ToolSetToolOptions;
 
