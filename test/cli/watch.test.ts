@@ -6,6 +6,7 @@ import { afterAll, describe, it } from "vitest";
 import {
   CLI,
   FAST,
+  FAST_LIMITS,
   agentLines,
   buildNodeScenario,
   expectVerdictsOfTheirGeneration,
@@ -42,7 +43,7 @@ describe.concurrent("selfheal watch (built CLI, the Node scenario agent as its c
     expect(out.stderr).not.toMatch(/tier nudge:|tier rotation:/);
     const lines = agentLines(out.stdout);
     expect(lines.slice(0, 3)).toEqual([
-      "limits dead=4000 stall=1500 grace=0 poll=100",
+      FAST_LIMITS,
       "agent gen=1 pid=P from=0",
       "context_reset gen=1 seq=1",
     ]);
@@ -67,26 +68,26 @@ describe.concurrent("selfheal watch (built CLI, the Node scenario agent as its c
       /^Recovery review: 0 incidents .*\(the log holds watchdog lines only\)$/m,
     );
     expect(report).not.toContain("Top failure patterns");
-  }, 60_000);
+  }, 120_000);
 
-  it("the child gets its limits; with --dead-ms 3000 an agent waiting 6 s in a slow call keeps alive and is not declared dead", async ({
+  it("the child gets its limits; with --dead-ms 6000 an agent waiting 15 s in a slow call keeps alive and is not declared dead", async ({
     expect,
   }) => {
     const out = await runWatch({
       agent: AGENT,
       mode: "slow",
       stateDir: join(root, `s${n++}`),
-      flags: [...FAST, "--dead-ms", "3000", "--stall-ms", "30000", "--poll-ms", "100"],
+      flags: [...FAST, "--dead-ms", "6000", "--stall-ms", "30000", "--poll-ms", "100"],
     });
     expect(agentLines(out.stdout), out.stderr).toEqual([
-      "limits dead=3000 stall=30000 grace=0 poll=100",
+      "limits dead=6000 stall=30000 grace=0 poll=100",
       "agent gen=1 pid=P from=0",
       "finished",
     ]);
     expect(out.code).toBe(0);
     expect(out.stderr).not.toMatch(/session_dead|tier /);
     expectVerdictsOfTheirGeneration(out, expect);
-  }, 60_000);
+  }, 120_000);
 
   it("stale temp files of the session (writer gone) are removed at start; others are kept", async ({
     expect,
@@ -111,7 +112,7 @@ describe.concurrent("selfheal watch (built CLI, the Node scenario agent as its c
     for (const name of stale) expect(existsSync(join(stateDir, name)), name).toBe(false);
     for (const name of kept) expect(existsSync(join(stateDir, name)), name).toBe(true);
     expectVerdictsOfTheirGeneration(out, expect);
-  }, 60_000);
+  }, 120_000);
 
   it("--once --json prints one verdict; a bad flag exits 2 with one line", async ({ expect }) => {
     const stateDir = join(root, "once");
@@ -147,5 +148,5 @@ describe.concurrent("selfheal watch (built CLI, the Node scenario agent as its c
     });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toBe('selfheal: --poll-ms must be a whole number of ms, got "soon"\n');
-  }, 60_000);
+  }, 120_000);
 });

@@ -15,24 +15,26 @@ export const CLI = join(import.meta.dirname, "../../dist/cli/main.js");
 export const PYTHON_SCENARIO = join(import.meta.dirname, "../fixtures/watch_scenario.py");
 
 /**
- * Short limits, with room for a busy machine: the heartbeat is read every 100 ms, a stall is
- * 1.5 s, death 4 s, each tier has 3 s to show progress.
+ * Short limits, with room for a busy machine: the heartbeat is read every 100 ms, a stall is 3 s,
+ * death 8 s, each tier has 6 s to show progress. An agent steps every 50 ms and writes a beat and
+ * a snapshot each time (fsync'd): at load 18 on 2 cores those writes alone took over 1.5 s now
+ * and then, which the earlier 1.5 s stall limit read as a stall (issue 27).
  */
 export const FAST = [
   "--poll-ms",
   "100",
   "--stall-ms",
-  "1500",
+  "3000",
   "--dead-ms",
-  "4000",
+  "8000",
   "--grace-ms",
   "0",
   "--prove-ms",
-  "3000",
+  "6000",
 ];
 
 /** The first line each scenario agent prints, for the limits of FAST. */
-export const FAST_LIMITS = "limits dead=4000 stall=1500 grace=0 poll=100";
+export const FAST_LIMITS = "limits dead=8000 stall=3000 grace=0 poll=100";
 
 /** test/fixtures/watch-scenario.ts as JS importing dist/watchdog/index.js; returns its path. */
 export const buildNodeScenario = (): string => builtJs("test/fixtures/watch-scenario.ts");

@@ -20,6 +20,12 @@ interface Worker {
   circuits: { dependency: string; state: string; at: number }[];
 }
 
+/**
+ * The stores' command timeout, ms. The default (500 ms) is what a worker waits before it decides
+ * alone (Redis away); on a busy machine (load 17, issue 27) a live Redis's answer can take that
+ * long, and ten workers then paged ten times. What is tested here is what the fleet shares.
+ */
+const commandTimeoutMs = 10_000;
 /** The breaker's open period in the one-probe test, ms: b and c must call inside it. */
 const OPEN_MS = 3_000;
 /** The open period in the lease test, ms: B keeps asking for the lease through most of it. */
@@ -56,7 +62,12 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
       const sent: { worker: string; provider: string | undefined; at: number }[] = [];
       const workers: Worker[] = [];
       for (const name of ["a", "b", "c"]) {
-        const store = redisStore({ url: suite.redis.url, prefix: "fleet1", flushMs: 50 });
+        const store = redisStore({
+          url: suite.redis.url,
+          commandTimeoutMs,
+          prefix: "fleet1",
+          flushMs: 50,
+        });
         const sh = createSelfHealing({
           agent: "fleet",
           store,
@@ -126,7 +137,7 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
 
     it("a worker that joins late takes the breaker verdicts already standing", async () => {
       const make = () => {
-        const store = redisStore({ url: suite.redis.url, prefix: "fleet3" });
+        const store = redisStore({ url: suite.redis.url, commandTimeoutMs, prefix: "fleet3" });
         const sh = createSelfHealing({
           agent: "fleet",
           store,
@@ -170,7 +181,7 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
     it("the probe lease is held through the open period: a worker whose clock runs ahead cannot probe before it ends", async () => {
       const p1Requests: { worker: string; at: number }[] = [];
       const make = (name: string, clock?: Clock) => {
-        const store = redisStore({ url: suite.redis.url, prefix: "lease1" });
+        const store = redisStore({ url: suite.redis.url, commandTimeoutMs, prefix: "lease1" });
         const sh = createSelfHealing({
           agent: "fleet",
           store,
@@ -227,7 +238,11 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
 
     it("fleets on db 0 and db 1 of one server with the same prefix do not share verdicts", async () => {
       const make = (db: number) => {
-        const store = redisStore({ url: `${suite.redis.url}/${db}`, prefix: "dbiso" });
+        const store = redisStore({
+          url: `${suite.redis.url}/${db}`,
+          commandTimeoutMs,
+          prefix: "dbiso",
+        });
         const sh = createSelfHealing({
           agent: "fleet",
           store,
@@ -293,7 +308,7 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
       const pages: string[] = [];
       const pager = recordingPager(pages);
       const workers = Array.from({ length: 10 }, () => {
-        const store = redisStore({ url: suite.redis.url, prefix: "fleet2" });
+        const store = redisStore({ url: suite.redis.url, commandTimeoutMs, prefix: "fleet2" });
         const sh = createSelfHealing({
           agent: "fleet",
           store,
@@ -315,7 +330,7 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
     it("three workers sending the same key: one sends, the others get its result", async () => {
       const charges: string[] = [];
       const workers = ["a", "b", "c"].map((name) => {
-        const store = redisStore({ url: suite.redis.url, prefix: "ledger1" });
+        const store = redisStore({ url: suite.redis.url, commandTimeoutMs, prefix: "ledger1" });
         const sh = createSelfHealing({ agent: "pay", store, logger: { warn: () => undefined } });
         const charge = sh.tool(
           "charge",
@@ -344,7 +359,7 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
       let fail = true;
       const sent: string[] = [];
       const make = (name: string) => {
-        const store = redisStore({ url: suite.redis.url, prefix: "ledger2" });
+        const store = redisStore({ url: suite.redis.url, commandTimeoutMs, prefix: "ledger2" });
         const sh = createSelfHealing({
           agent: "pay",
           store,
@@ -378,6 +393,7 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
       // The crashed worker: it claimed "o-3" for 300 ms (its deadline) and was never heard again.
       const crashed = redisStore({
         url: suite.redis.url,
+        commandTimeoutMs,
         prefix,
         logger: { warn: () => undefined },
       });
@@ -393,7 +409,12 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
 
       const sent: string[] = [];
       const make = (name: string, whenFleetDown: WhenFleetDown) =>
-        chargingWorker(redisStore({ url: suite.redis.url, prefix }), name, sent, whenFleetDown);
+        chargingWorker(
+          redisStore({ url: suite.redis.url, commandTimeoutMs, prefix }),
+          name,
+          sent,
+          whenFleetDown,
+        );
       const strict = make("strict", "refuse");
       const started = Date.now();
       const error: unknown = await strict.charge({ order: "o-3" }).catch((e: unknown) => e);
@@ -428,7 +449,7 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
     it("a task that moves to another worker keeps one budget", async () => {
       const sends: string[] = [];
       const make = (name: string, failures: number) => {
-        const store = redisStore({ url: suite.redis.url, prefix: "budget1" });
+        const store = redisStore({ url: suite.redis.url, commandTimeoutMs, prefix: "budget1" });
         const sh = createSelfHealing({
           agent: "pay",
           store,
@@ -465,7 +486,7 @@ describe.skipIf(!available)("selfheal/redis: what a fleet shares, on one real re
     it("two workers with too few diagnoses each: the fleet's count reports the drift", async () => {
       const drifts: { worker: string; samples: number }[] = [];
       const workers = ["a", "b"].map((name) => {
-        const store = redisStore({ url: suite.redis.url, prefix: "drift1" });
+        const store = redisStore({ url: suite.redis.url, commandTimeoutMs, prefix: "drift1" });
         const sh = createSelfHealing({
           agent: "support",
           store,
