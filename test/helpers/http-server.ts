@@ -30,3 +30,13 @@ export async function startServer(handler: (req: IncomingMessage, res: ServerRes
       }),
   };
 }
+
+/** The whole body of a request, as text. */
+export const readBody = (req: IncomingMessage): Promise<string> =>
+  new Promise<string>((resolve) => {
+    let body = "";
+    req.on("data", (c: Buffer) => (body += c.toString()));
+    req.on("end", () => {
+      resolve(body);
+    });
+  });

@@ -1,17 +1,9 @@
+import { alert } from "./alert.js";
 import { describe, expect, it } from "vitest";
 import { systemClock } from "../../src/clock.js";
 import { Escalator } from "../../src/notify/escalator.js";
 import type { Alert, Notifier } from "../../src/notify/index.js";
 import { AlertThrottle, type AlertGate } from "../../src/notify/throttle.js";
-
-const alert: Omit<Alert, "suppressed"> = {
-  kind: "bot/charge/SERVICE_DOWN",
-  title: "bot: charge is failing (SERVICE_DOWN)",
-  text: "Recovery ran out of options. Last error: HTTP 503",
-  agent: "bot",
-  tool: "charge",
-  at: 0,
-};
 
 /** A notifier that keeps what it is sent. */
 function recorder(channel: string): Notifier & { alerts: Alert[] } {

@@ -1,4 +1,3 @@
-import type { IncomingMessage } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { systemClock } from "../../src/clock.js";
 import { isHumanEscalationRequiredError } from "../../src/index.js";
@@ -7,12 +6,12 @@ import {
   pushoverNotifier,
   slackNotifier,
   webhookNotifier,
-  type Alert,
   type Notifier,
 } from "../../src/notify/index.js";
 import { thrownFault } from "../../src/testing/index.js";
 import { virtualInstance } from "../helpers/engine.js";
-import { startServer } from "../helpers/http-server.js";
+import { readBody, startServer } from "../helpers/http-server.js";
+import { alert } from "./alert.js";
 
 interface Received {
   path: string;
@@ -21,20 +20,12 @@ interface Received {
 }
 
 const received: Received[] = [];
-const read = (req: IncomingMessage) =>
-  new Promise<string>((resolve) => {
-    let body = "";
-    req.on("data", (c: Buffer) => (body += c.toString()));
-    req.on("end", () => {
-      resolve(body);
-    });
-  });
 
 let server: Awaited<ReturnType<typeof startServer>>;
 beforeAll(async () => {
   // One real server: /ok answers 200, /fail 500, /hang never.
   server = await startServer((req, res) => {
-    void read(req).then((body) => {
+    void readBody(req).then((body) => {
       received.push({ path: req.url ?? "", contentType: req.headers["content-type"], body });
       if (req.url?.startsWith("/hang")) return;
       res.writeHead(req.url?.startsWith("/fail") ? 500 : 200).end("ok");
@@ -44,15 +35,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await server.close();
 });
-
-const alert: Omit<Alert, "suppressed"> = {
-  kind: "bot/charge/SERVICE_DOWN",
-  title: "bot: charge is failing (SERVICE_DOWN)",
-  text: "Recovery ran out of options. Last error: HTTP 503",
-  agent: "bot",
-  tool: "charge",
-  at: 0,
-};
 
 /** An escalator on the real clock; its notifiers' timeout far past a busy machine's delays. */
 function escalator(notifiers: Notifier[], timeoutMs = 30_000) {

@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
+import type { IncomingHttpHeaders } from "node:http";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   PUSHOVER_URL,
@@ -8,7 +8,7 @@ import {
   type Alert,
 } from "../../src/notify/index.js";
 import { post } from "../../src/notify/post.js";
-import { startServer } from "../helpers/http-server.js";
+import { readBody, startServer } from "../helpers/http-server.js";
 
 /**
  * What each notifier puts on the wire, byte for byte: the notifiers are called directly (no
@@ -22,21 +22,13 @@ interface Received {
 }
 
 const received: Received[] = [];
-const read = (req: IncomingMessage) =>
-  new Promise<string>((resolve) => {
-    let body = "";
-    req.on("data", (c: Buffer) => (body += c.toString()));
-    req.on("end", () => {
-      resolve(body);
-    });
-  });
 
 let server: Awaited<ReturnType<typeof startServer>>;
 beforeAll(async () => {
   // /ok answers 200; /fail 500 with a body; /broken 500 whose body is cut off mid-way (the
   // connection closes after 7 of the 100 bytes it announced), so reading it fails.
   server = await startServer((req, res) => {
-    void read(req).then((body) => {
+    void readBody(req).then((body) => {
       received.push({ path: req.url ?? "", headers: req.headers, body });
       if (req.url?.startsWith("/fail")) {
         res.writeHead(500).end("upstream exploded");
