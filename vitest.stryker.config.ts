@@ -22,9 +22,11 @@ class QuickestFirst extends BaseSequencer {
  * The vitest config Stryker runs (`npm run mutate`); `npm test` keeps vitest.config.ts.
  *
  * Left out: suites that run the built dist/ or a child process (the CLI, the examples, the packed
- * tarball, the build itself). Stryker
- * switches mutants on inside the test process and mutates src/, so those suites can never kill a
- * mutant; they would only slow every run down. The property test runs 1,000 fault sequences
+ * tarball, the build itself, the Redis fault drills) and the bundle's suites that start the Go
+ * binaries (Collector, Prometheus, Alertmanager). Stryker switches mutants on inside the test
+ * process and mutates src/, so the first can never kill a mutant, and the second would start a
+ * Prometheus for every mutant they reach: what they check of src/ (metric names, conventions) the
+ * in-process suites check too. The CLI's in-process suites (demo-text, telemetry) stay in. The property test runs 1,000 fault sequences
  * instead of 10,000: it covers most of recovery, so it runs for most mutants.
  */
 export default defineConfig({
@@ -33,7 +35,10 @@ export default defineConfig({
     ...base.test,
     exclude: [
       ...configDefaults.exclude,
-      "test/cli/**",
+      "test/cli/{demo,export,report,status,watch,watch-tiers}.test.ts",
+      "test/observability/**",
+      "test/redis/{chaos,fleet-processes,close-owned}.test.ts",
+      "test/runtime.test.ts",
       "test/examples.test.ts",
       "test/package/**",
       "test/build.test.ts",
