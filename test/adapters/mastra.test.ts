@@ -29,6 +29,7 @@ import {
   type VirtualClock,
 } from "../../src/testing/index.js";
 import { scriptedModel, textTurn, toolTurn } from "../fixtures/adapters/ai-sdk-models.js";
+import { CHILD_HANG_MS, builtJs } from "../helpers/built-js.js";
 import { configError, NO_RECOVERY, recoveryInstance, virtualInstance } from "../helpers/engine.js";
 import { recordingProvider, tree } from "../helpers/otel.js";
 
@@ -521,9 +522,9 @@ function suites({ Agent, Tool, createTool, noopLogger }: Mastra) {
     it("prints the span tree, the recovered rate limits and the refused write", async () => {
       const { stdout } = await promisify(execFile)(
         process.execPath,
-        ["--import", "tsx", "examples/mastra.ts"],
-        // Loading @mastra/core alone takes seconds (hundreds of modules).
-        { timeout: 60_000 },
+        [builtJs("examples/mastra.ts")],
+        // Loading @mastra/core alone takes seconds (hundreds of modules): a hang guard only.
+        { timeout: CHILD_HANG_MS },
       );
       expect(stdout).toContain(
         "\n  span agent.tool_call  tool=search_docs outcome=recovered\n    span agent.tool_call.error",
@@ -535,7 +536,7 @@ function suites({ Agent, Tool, createTool, noopLogger }: Mastra) {
       expect(stdout).toContain("model answered after its rate limit: Paris.");
       expect(stdout).toContain('the model read: selfheal: write tool "issue_refund" refused');
       expect(stdout).toContain("refunds sent: 0");
-    }, 90_000);
+    }, 150_000);
   });
 }
 

@@ -2,6 +2,7 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { isToolTimeoutError, ToolTimeoutError, type CallContext } from "../../src/index.js";
+import { CHILD_HANG_MS, builtJs } from "../helpers/built-js.js";
 import { virtualInstance } from "../helpers/engine.js";
 import { recordingProvider } from "../helpers/otel.js";
 
@@ -112,13 +113,14 @@ describe("timeouts and cancellation", () => {
   });
 
   it("fires under forced garbage collection against a real server that never answers", async () => {
+    // A deadline lost to a collection would hang the call: the child is then killed and its
+    // output is not five timeouts. How soon they fire is not the test (issue 27).
     const { stdout } = await promisify(execFile)(
       process.execPath,
-      ["--expose-gc", "--import", "tsx", "test/fixtures/gc-timeout.ts"],
-      { timeout: 10_000 },
+      ["--expose-gc", builtJs("test/fixtures/gc-timeout.ts")],
+      { timeout: CHILD_HANG_MS },
     );
-    const { results, elapsedMs } = JSON.parse(stdout) as { results: string[]; elapsedMs: number };
+    const { results } = JSON.parse(stdout) as { results: string[] };
     expect(results).toEqual(["timeout", "timeout", "timeout", "timeout", "timeout"]);
-    expect(elapsedMs).toBeLessThan(5_000);
-  });
+  }, 150_000);
 });

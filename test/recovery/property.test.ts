@@ -188,7 +188,7 @@ describe(`property: writes under ${SEQUENCES} seeded fault sequences against a r
     expect(outcomes.get("escalated")).toBeGreaterThan(SEQUENCES * 0.01);
     expect(keyless).toBeGreaterThan(SEQUENCES * 0.2);
     expect(requests).toBeGreaterThan(SEQUENCES);
-  }, 60_000);
+  });
 
   it("a persistent outage alone runs into the task's budget: stopped there, never past it", async () => {
     const { spendByTask, outcomes } = await batch([50]);
