@@ -43,6 +43,8 @@ export default defineConfig({
       "test/package/**",
       "test/build.test.ts",
     ],
+    // bench/mutate.ts names the suites that test the folder being mutated (STRYKER_TESTS).
+    ...(process.env.STRYKER_TESTS ? { include: process.env.STRYKER_TESTS.split(",") } : {}),
     reporters: ["dot"],
     env: { SEQ: "1000" },
     sequence: { sequencer: QuickestFirst },

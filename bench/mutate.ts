@@ -11,6 +11,13 @@
  * not covered), by file and line, in bench/results/mutation-survivors/<folder>.md: what the next
  * round of tests should look at.
  *
+ * The tests run against a folder's mutants are its own suites (test/<folder>/, or test/*.test.ts
+ * for the files directly in src/) and the suites elsewhere that import it directly: the tests
+ * written for that code. Suites that only reach it through other code (the property test, engine
+ * suites for src/health's window) are left out: run for every mutant they reach, they made a
+ * folder of 600 mutants a job of hours. The score is then what the folder's own tests catch, the
+ * stricter measure. `--all-tests` runs every suite instead, as the first measures did.
+ *
  * score = (killed + timeout) / (killed + timeout + survived + no coverage), as Stryker counts it;
  * ignored mutants (static ones, with ignoreStatic) and compile/runtime errors are left out of it.
  * Target: 80 % on every folder.
@@ -68,6 +75,8 @@ interface FolderResult extends Counts {
   date: string;
   node: string;
   stryker: string | undefined;
+  /** The suites run: the folder's own and those importing it, or every suite (`--all-tests`). */
+  tests: "own" | "all";
   /** Score per file, lowest first: where the tests are thinnest. */
   files: Record<string, number | null>;
 }
@@ -114,6 +123,29 @@ function groups(): string[] {
 
 const slug = (group: string) =>
   group === TOP_LEVEL ? "src-top-level" : group.replace(/[^A-Za-z0-9]+/g, "-");
+
+/** The suites that test `group`: its own, and those that import one of its files directly. */
+function testsOf(group: string): string[] {
+  const own =
+    group === TOP_LEVEL ? "test/*.test.ts" : `test/${group.slice("src/".length)}/**/*.test.ts`;
+  const imported =
+    group === TOP_LEVEL
+      ? /from "(?:\.\.\/)+src\/(?!index\.js)[\w-]+\.js"/ // not the entry: every suite imports it
+      : new RegExp(`from "(?:\\.\\./)+${group.replace("/", "\\/")}/`);
+  const importers = listTests(new URL("test/", ROOT)).filter((file) =>
+    imported.test(readFileSync(new URL(file, ROOT), "utf8")),
+  );
+  return [own, ...importers];
+}
+
+/** Every test file under `dir`, as a path from the repository's root. */
+function listTests(dir: URL): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const url = new URL(entry.name + (entry.isDirectory() ? "/" : ""), dir);
+    if (entry.isDirectory()) return listTests(url);
+    return entry.name.endsWith(".test.ts") ? [url.pathname.slice(ROOT.pathname.length)] : [];
+  });
+}
 
 function git(...args: string[]): string {
   return execFileSync("git", args, { cwd: ROOT, encoding: "utf8" }).trim();
@@ -166,6 +198,7 @@ function measure(group: string, commit: string, dirty: boolean): FolderResult | 
       STRYKER_MUTATE: group === TOP_LEVEL ? TOP_LEVEL : `${group}/**/*.ts`,
       STRYKER_REPORT: report,
       STRYKER_INCREMENTAL: `reports/stryker-incremental-${name}.json`,
+      ...(allTests ? {} : { STRYKER_TESTS: testsOf(group).join(",") }),
     },
   });
   if (run.status !== 0) return null;
@@ -183,6 +216,7 @@ function measure(group: string, commit: string, dirty: boolean): FolderResult | 
     date: new Date().toISOString().slice(0, 10),
     node: process.version,
     stryker: data.framework?.version,
+    tests: allTests ? "all" : "own",
     files: Object.fromEntries(
       files
         .map((f) => [f.file, count(f.statuses).score] as const)
@@ -211,7 +245,11 @@ function write(summary: Summary): void {
 }
 
 const known = groups();
-const asked = process.argv.slice(2).map((a) => a.replace(/\/+$/, ""));
+const allTests = process.argv.includes("--all-tests");
+const asked = process.argv
+  .slice(2)
+  .filter((a) => a !== "--all-tests")
+  .map((a) => a.replace(/\/+$/, ""));
 const unknown = asked.filter((a) => !known.includes(a));
 if (unknown.length > 0) {
   console.error(`mutate: not a group of src/: ${unknown.join(", ")} (groups: ${known.join(", ")})`);

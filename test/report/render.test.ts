@@ -7,30 +7,10 @@ import { describe, expect, it } from "vitest";
 import { DurationSketch, reviewText } from "../../src/report/analyze.js";
 import { renderHtml } from "../../src/report/render-html.js";
 import { renderText } from "../../src/report/render-text.js";
+import { event, watchdogLine } from "./events.js";
 
 const ESC = "\u001b";
 const PAYLOAD = `${ESC}[2J${ESC}[H${ESC}]0;pwned\u0007\r\nOutcomes: recovered 999\u202e`;
-
-const event = (over: Record<string, unknown>) =>
-  JSON.stringify({
-    at: Date.UTC(2026, 0, 1),
-    agent: "a",
-    tool: "lookup",
-    taskId: undefined,
-    error: "boom",
-    pattern: "UNKNOWN",
-    confidence: 0,
-    strategy: undefined,
-    steps: [],
-    attempts: 0,
-    durationMs: 10,
-    outcome: "failed",
-    costUsd: 0,
-    wastedRetries: 0,
-    failoverCostDifferentialUsd: 0,
-    provider: undefined,
-    ...over,
-  });
 
 const log = [
   event({ tool: `lookup${PAYLOAD}`, error: `old log line password=hunter22 ${PAYLOAD}` }),
@@ -160,25 +140,17 @@ describe("review figures", () => {
 });
 
 describe("watchdog lines in the log (selfheal watch --event-log)", () => {
-  const line = (over: Record<string, unknown>) =>
-    JSON.stringify({
-      type: "watchdog",
-      at: Date.UTC(2026, 0, 1),
-      agent: "a",
-      session: "s1",
-      ...over,
-    });
   const watchdogLog = [
-    line({ kind: "verdict", verdict: "stalled", reason: "step unmoved" }),
-    line({ kind: "tier", tier: "nudge", reason: "step unmoved" }),
-    line({ kind: "tier_result", tier: "nudge", outcome: "failed" }),
-    line({ kind: "tier", tier: "context_reset", reason: "nudge did not help" }),
-    line({ kind: "tier_result", tier: "context_reset", outcome: "recovered" }),
-    line({ session: "s2", kind: "verdict", verdict: "session_dead", reason: "no beat" }),
-    line({ session: "s2", kind: "tier", tier: "rotation", reason: "no beat" }),
-    line({ session: "s2", kind: "gave_up", reason: "3 restarts in 10 min" }),
-    line({ kind: "tier_result", tier: 7, outcome: "recovered" }),
-    line({ kind: "launch" }),
+    watchdogLine({ kind: "verdict", verdict: "stalled", reason: "step unmoved" }),
+    watchdogLine({ kind: "tier", tier: "nudge", reason: "step unmoved" }),
+    watchdogLine({ kind: "tier_result", tier: "nudge", outcome: "failed" }),
+    watchdogLine({ kind: "tier", tier: "context_reset", reason: "nudge did not help" }),
+    watchdogLine({ kind: "tier_result", tier: "context_reset", outcome: "recovered" }),
+    watchdogLine({ session: "s2", kind: "verdict", verdict: "session_dead", reason: "no beat" }),
+    watchdogLine({ session: "s2", kind: "tier", tier: "rotation", reason: "no beat" }),
+    watchdogLine({ session: "s2", kind: "gave_up", reason: "3 restarts in 10 min" }),
+    watchdogLine({ kind: "tier_result", tier: 7, outcome: "recovered" }),
+    watchdogLine({ kind: "launch" }),
     event({}),
   ].join("\n");
   const review = reviewText(watchdogLog);
