@@ -163,8 +163,9 @@ export class DeadlineQueue {
       }
       if (head && head.at < earliest) earliest = head.at;
     }
-    if (earliest === Number.POSITIVE_INFINITY) this.disarm();
-    else if (earliest !== this.armedAt) this.arm(earliest, now);
+    // An expiry may have added a deadline (an abort listener starting a call), arming the timer
+    // for it; a lane passed over before that is not in `earliest`.
+    if (earliest < this.armedAt) this.arm(earliest, now);
   }
 
   private arm(at: number, now: number): void {
