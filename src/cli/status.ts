@@ -33,7 +33,7 @@ const painted = (status: HealthStatus) =>
   useColor ? `\u001b[${STATUS_COLORS[status]}m${status}\u001b[0m` : status;
 
 /** A `--redis` URL, checked: what ioredis is given, and what may be shown of it. */
-interface RedisTarget {
+export interface RedisTarget {
   /** The URL as given (ioredis parses it with `URL` too). */
   url: string;
   /** `redis://host:port/db`: no user, password or query (they may hold credentials). */
@@ -51,7 +51,7 @@ const MALFORMED =
  * A raw `/`, `?` or `#` in a password splits the URL early (then an `@` shows up after the host,
  * or the password's first digits pass for a port): malformed, not shown, never connected to.
  */
-function checkRedisUrl(text: string): RedisTarget {
+export function checkRedisUrl(text: string): RedisTarget {
   let url: URL;
   try {
     url = new URL(text);
@@ -88,7 +88,7 @@ function checkRedisUrl(text: string): RedisTarget {
 }
 
 /** An error's text without the password in any of its forms (should a library ever echo it). */
-function withoutSecrets(text: string, secrets: string[]): string {
+export function withoutSecrets(text: string, secrets: string[]): string {
   let out = text;
   for (const secret of secrets) out = out.split(secret).join("[REDACTED]");
   return out;
@@ -98,7 +98,7 @@ function withoutSecrets(text: string, secrets: string[]): string {
  * parseArgs echoes what it did not expect (`Unexpected argument 'redis://:pw@host'`): an argument
  * that looks like a URL or holds an `@` is hidden from its message.
  */
-function hideUrls(message: string, argv: string[]): string {
+export function hideUrls(message: string, argv: string[]): string {
   let out = message;
   for (const arg of argv) {
     if (arg.includes("://") || arg.includes("@")) out = out.split(arg).join("[a URL, not shown]");
@@ -116,7 +116,7 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
  * A name from Redis as one line of the human output: control characters escaped, unpaired
  * surrogates as U+FFFD, cut (with its length said) past MAX_SHOWN_NAME characters.
  */
-function shownName(name: string): string {
+export function shownName(name: string): string {
   const text = oneLine(name.replace(LONE_SURROGATE, "\uFFFD"));
   const chars = Array.from(text);
   if (chars.length <= MAX_SHOWN_NAME) return text;
@@ -127,7 +127,7 @@ function shownName(name: string): string {
 const missingIoredis = (error: unknown) =>
   error instanceof Error && (error as { code?: unknown }).code === "ERR_SELFHEAL_MISSING_PEER";
 
-function formatValue(r: SignalReading): string {
+export function formatValue(r: SignalReading): string {
   if (r.value === null) return "n/a";
   return r.signal === "latency_p95"
     ? `${Math.round(r.value)} ms`
@@ -135,7 +135,7 @@ function formatValue(r: SignalReading): string {
 }
 
 /** What a reading's status rests on, when the bare status would mislead. */
-function note(r: SignalReading): string {
+export function note(r: SignalReading): string {
   if (r.value === null) return r.samples === 0 ? "" : " (too few samples)";
   if (r.signal === "latency_p95" && (r.baselineMs ?? null) === null)
     return " (no learned baseline here: not judged)";

@@ -72,7 +72,7 @@ an agent being ended gets SIGTERM, then SIGKILL after 2 s; supervised() writes a
 every third of the dead limit (100 ms - 10 s).`;
 
 /** A whole number (of ms, by default) from a flag, or undefined when the flag is absent. */
-function whole(
+export function whole(
   value: string | undefined,
   flag: string,
   what = "a whole number of ms",

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSelfHealing } from "../../src/index.js";
 import { FailureInjector, VirtualClock } from "../../src/testing/index.js";
+import { line } from "./event-lines.js";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const haveChromium = existsSync(CHROMIUM);
@@ -132,25 +133,6 @@ describe("selfheal report (built CLI)", () => {
     60_000,
   );
 });
-
-/** A valid event line, with fields replaced. */
-const line = (over: Record<string, unknown> = {}) =>
-  JSON.stringify({
-    at: Date.UTC(2026, 0, 1),
-    agent: "a",
-    tool: "lookup",
-    error: "boom",
-    pattern: "UNKNOWN",
-    confidence: 0,
-    steps: [{ strategy: "retry_once" }],
-    attempts: 1,
-    durationMs: 1000,
-    outcome: "failed",
-    costUsd: 0.001,
-    wastedRetries: 1,
-    failoverCostDifferentialUsd: 0,
-    ...over,
-  });
 
 /** Each run: exit code 2 or 0, never a stack trace. */
 const noStack = (out: ReturnType<typeof selfheal>) => {

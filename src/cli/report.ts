@@ -1,0 +1,141 @@
+/**
+ * `selfheal report FILE.jsonl [MORE.jsonl ...] [--html OUT.html]`: the weekly review of a recovery
+ * event log (recovery.eventLog), as text and optionally as a self-contained HTML page.
+ */
+import { access, constants, stat, writeFile } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { ReviewBuilder } from "../report/analyze.js";
+import { readInto } from "../report/read.js";
+import { renderHtml } from "../report/render-html.js";
+import { renderText } from "../report/render-text.js";
+import { oneLine } from "../telemetry/redact.js";
+import { UsageError } from "./errors.js";
+
+export const REPORT_USAGE = `Usage: selfheal report FILE.jsonl [MORE.jsonl ...] [--html OUT.html]
+
+Reads a recovery event log (the JSONL file of recovery.eventLog) and prints the review: top
+failure patterns, UNKNOWN share and sample texts per tool (the rules to write), the success of
+each strategy, the outcomes, MTTR percentiles and cost per incident. With one FILE, its rotated
+files FILE.1, FILE.2, ... are read too, oldest first; with several, exactly those, in order.
+Lines that are not recovery events are counted, named and left out; a file set with no event
+at all exits 2.
+
+Options:
+  --html OUT.html  also write a self-contained page with charts (no network needed to view it)
+  -h, --help       this help`;
+
+/** An I/O failure as one line: the path and the error code, never a stack. */
+export function ioProblem(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  const known: Record<string, string> = {
+    ENOENT: "no such file",
+    EISDIR: "is a folder",
+    EACCES: "permission denied",
+    EPERM: "permission denied",
+    ENOTDIR: "a part of the path is not a folder",
+  };
+  if (typeof code === "string")
+    return Object.hasOwn(known, code) ? `${known[code] ?? ""} (${code})` : code;
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** `file`, preceded by its rotated files, oldest first: FILE.N ... FILE.1, FILE. */
+async function rotatedSet(file: string): Promise<string[]> {
+  const older: string[] = [];
+  for (let i = 1; i <= 10_000; i++) {
+    const candidate = `${file}.${i}`;
+    const found = await stat(candidate).then(
+      (s) => s.isFile(),
+      () => false,
+    );
+    if (!found) break;
+    older.unshift(candidate);
+  }
+  return [...older, file];
+}
+
+/** Each input is a readable file: else one line, exit 2, before any work. */
+async function checkInputs(files: string[]): Promise<{ dev: number; ino: number }[]> {
+  const ids: { dev: number; ino: number }[] = [];
+  for (const file of files) {
+    try {
+      const s = await stat(file);
+      if (s.isDirectory()) throw Object.assign(new Error("is a folder"), { code: "EISDIR" });
+      await access(file, constants.R_OK);
+      ids.push({ dev: s.dev, ino: s.ino });
+    } catch (error) {
+      throw new UsageError(`cannot read ${file}: ${ioProblem(error)}`);
+    }
+  }
+  return ids;
+}
+
+const sameFile = (a: { dev: number; ino: number } | undefined, b: { dev: number; ino: number }) =>
+  a !== undefined && a.dev === b.dev && a.ino === b.ino;
+
+/** The HTML can be written, and not over an input (a hard link or symlink to one included). */
+async function checkHtmlTarget(
+  html: string,
+  files: string[],
+  ids: { dev: number; ino: number }[],
+): Promise<void> {
+  const folder = dirname(resolve(html));
+  try {
+    if (!(await stat(folder)).isDirectory())
+      throw Object.assign(new Error("not a folder"), { code: "ENOTDIR" });
+    await access(folder, constants.W_OK);
+  } catch (error) {
+    throw new UsageError(`cannot write ${html}: folder ${folder}: ${ioProblem(error)}`);
+  }
+  const target = await stat(html).catch(() => undefined);
+  if (target?.isDirectory()) throw new UsageError(`cannot write ${html}: is a folder (EISDIR)`);
+  const same = files.find(
+    (f, i) => resolve(f) === resolve(html) || (target !== undefined && sameFile(ids[i], target)),
+  );
+  if (same !== undefined)
+    throw new UsageError(`refusing to write the HTML over the input file ${same}`);
+}
+
+export async function report(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { html: { type: "string" }, help: { type: "boolean", short: "h", default: false } },
+    strict: true,
+    allowPositionals: true,
+  });
+  if (values.help) {
+    console.log(REPORT_USAGE);
+    return;
+  }
+  const [first] = positionals;
+  if (first === undefined)
+    throw new UsageError("report needs the event log: selfheal report FILE.jsonl");
+  const files = positionals.length === 1 ? await rotatedSet(first) : positionals;
+  const ids = await checkInputs(files);
+  if (values.html !== undefined) await checkHtmlTarget(values.html, files, ids);
+  const builder = new ReviewBuilder();
+  for (const file of files) {
+    try {
+      await readInto(file, builder, files.length > 1 ? oneLine(file) : undefined);
+    } catch (error) {
+      throw new UsageError(`cannot read ${file}: ${ioProblem(error)}`);
+    }
+  }
+  const review = builder.review();
+  if (review.events === 0 && review.watchdog.events === 0) {
+    const why = review.malformed
+      ? `${review.malformed} lines, none a recovery event; ${review.malformedSamples[0] ?? ""}`
+      : "the file is empty";
+    throw new UsageError(`no recovery events in ${files.join(", ")} (${why})`);
+  }
+  console.log(renderText(review));
+  if (values.html !== undefined) {
+    try {
+      await writeFile(values.html, renderHtml(review));
+    } catch (error) {
+      throw new UsageError(`cannot write ${values.html}: ${ioProblem(error)}`);
+    }
+    console.log(`\nwrote ${oneLine(values.html)}`);
+  }
+}

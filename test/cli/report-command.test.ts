@@ -1,0 +1,377 @@
+/**
+ * `selfheal report`, in process, on temporary files: which files are read (the rotated set,
+ * oldest first; several files exactly as given), every input and --html target check with its
+ * one line, and the output. Failures a root user never meets (a file it cannot read, a folder it
+ * cannot write) and a read that fails midway come from wrapped fs functions.
+ */
+import {
+  createReadStream,
+  linkSync,
+  mkdirSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { access, constants, writeFile } from "node:fs/promises";
+import { dirname, join, relative } from "node:path";
+import { Readable } from "node:stream";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { ioProblem, report } from "../../src/cli/report.js";
+import { line, watchdogLine } from "./event-lines.js";
+import { captured, cli, tempDir } from "./in-process.js";
+
+vi.mock("node:fs/promises", async (importOriginal) => {
+  const actual = await importOriginal<typeof import("node:fs/promises")>();
+  return { ...actual, access: vi.fn(actual.access), writeFile: vi.fn(actual.writeFile) };
+});
+vi.mock("node:fs", async (importOriginal) => {
+  const actual = await importOriginal<typeof import("node:fs")>();
+  return { ...actual, createReadStream: vi.fn(actual.createReadStream) };
+});
+
+afterEach(() => {
+  vi.mocked(access).mockClear();
+  vi.mocked(createReadStream).mockClear();
+});
+
+const root = tempDir("report-command");
+let n = 0;
+/** A fresh folder for one test. */
+const folder = () => {
+  const dir = join(root, `t${n++}`);
+  mkdirSync(dir);
+  return dir;
+};
+/** Writes `text` to `file`, returns `file`. */
+const put = (file: string, text: string) => {
+  writeFileSync(file, text);
+  return file;
+};
+
+const DAY = (d: number) => new Date(Date.UTC(2026, 0, d)).toISOString();
+const at = (d: number) => ({ at: Date.UTC(2026, 0, d) });
+
+/** A usage error: exit 2, nothing on stdout, exactly this line on stderr. */
+async function expectUsage(args: string[], message: string): Promise<void> {
+  expect(await cli("report", ...args)).toEqual({
+    exitCode: 2,
+    stdout: "",
+    stderr: `selfheal: ${message}\n`,
+  });
+}
+
+/** An fs error as Node makes them. */
+const fsError = (code: string) => Object.assign(new Error(`${code}: failed`), { code });
+
+describe("ioProblem: an I/O failure in one line", () => {
+  it.each([
+    ["ENOENT", "no such file (ENOENT)"],
+    ["EISDIR", "is a folder (EISDIR)"],
+    ["EACCES", "permission denied (EACCES)"],
+    ["EPERM", "permission denied (EPERM)"],
+    ["ENOTDIR", "a part of the path is not a folder (ENOTDIR)"],
+    ["ELOOP", "ELOOP"],
+    ["toString", "toString"],
+    ["", ""],
+  ])("code %j: %j", (code, text) => {
+    expect(ioProblem(fsError(code))).toBe(text);
+  });
+
+  it("no code: the message; not an Error: its text", () => {
+    expect(ioProblem(new Error("disk on fire"))).toBe("disk on fire");
+    expect(ioProblem(Object.assign(new Error("numeric"), { code: 5 }))).toBe("numeric");
+    expect(ioProblem("plain")).toBe("plain");
+    expect(ioProblem({ code: 7 })).toBe("[object Object]");
+  });
+});
+
+describe("selfheal report (in process): its arguments", () => {
+  it("no file: exit 2 with the command to run", async () => {
+    await expectUsage([], "report needs the event log: selfheal report FILE.jsonl");
+    await expectUsage(
+      ["--html", join(root, "r.html")],
+      "report needs the event log: selfheal report FILE.jsonl",
+    );
+  });
+
+  it("an unknown flag, or --html without its value: exit 2, one line", async () => {
+    for (const [args, message] of [
+      [["a.jsonl", "--pdf", "x"], /^selfheal: Unknown option '--pdf'[^\n]*\n$/],
+      [["a.jsonl", "--html"], /^selfheal: Option '--html <value>' argument missing[^\n]*\n$/],
+    ] as const) {
+      const out = await cli("report", ...args);
+      expect(out.exitCode).toBe(2);
+      expect(out.stdout).toBe("");
+      expect(out.stderr).toMatch(message);
+    }
+  });
+});
+
+describe("selfheal report (in process): the files read", () => {
+  it("one file: the review of its events, its bad lines named by line number only", async () => {
+    const file = put(
+      join(folder(), "log.jsonl"),
+      `${line(at(2))}\nnot json\n${line({ ...at(1), outcome: "recovered" })}\n`,
+    );
+    const out = await cli("report", file);
+    expect(out.exitCode).toBe(0);
+    expect(out.stderr).toBe("");
+    const lines = out.stdout.split("\n");
+    expect(lines.slice(0, 3)).toEqual([
+      `Recovery review: 2 incidents from ${DAY(1)} to ${DAY(2)}`,
+      "(1 lines were not recovery events and were left out)",
+      "  line 2: not JSON",
+    ]);
+    expect(out.stdout).toMatch(/^recovered +1 +50\.0% /m);
+    expect(out.stdout).not.toContain("wrote");
+    expect(out.stdout.endsWith("\n")).toBe(true);
+    expect(out.stdout.endsWith("\n\n")).toBe(false);
+  });
+
+  it("one file: its rotated files too, oldest first (FILE.2, FILE.1, FILE), each line named by file", async () => {
+    const base = join(folder(), "log.jsonl");
+    put(`${base}.2`, `${line(at(1))}\n`);
+    put(`${base}.1`, `${line(at(2))}\nnope\n`);
+    put(base, `${line(at(3))}\n`);
+    const out = await cli("report", base);
+    expect(out.exitCode).toBe(0);
+    expect(out.stdout.split("\n").slice(0, 3)).toEqual([
+      `Recovery review: 3 incidents from ${DAY(1)} to ${DAY(3)}`,
+      "(1 lines were not recovery events and were left out)",
+      `  ${base}.1 line 2: not JSON`,
+    ]);
+  });
+
+  it("the rotated set's order, as the files are named when none holds an event", async () => {
+    const base = join(folder(), "log.jsonl");
+    put(`${base}.3`, "three\n");
+    put(`${base}.2`, "two\n");
+    put(`${base}.1`, "one\n");
+    put(base, "");
+    await expectUsage(
+      [base],
+      `no recovery events in ${base}.3, ${base}.2, ${base}.1, ${base} (3 lines, none a recovery event; ${base}.3 line 1: not JSON)`,
+    );
+  });
+
+  it("the rotated set ends at the first number missing, or at one that is not a file", async () => {
+    const dir = folder();
+    const gap = put(join(dir, "gap.jsonl"), "");
+    put(`${gap}.2`, `${line()}\n`); // FILE.1 missing: FILE.2 is not in the set
+    await expectUsage([gap], `no recovery events in ${gap} (the file is empty)`);
+    const folded = put(join(dir, "folded.jsonl"), "");
+    mkdirSync(`${folded}.1`);
+    put(`${folded}.2`, `${line()}\n`);
+    await expectUsage([folded], `no recovery events in ${folded} (the file is empty)`);
+  });
+
+  it("several files: exactly those, in the order given (no rotated files)", async () => {
+    const dir = folder();
+    const a = put(join(dir, "a.jsonl"), "x\n");
+    put(`${a}.1`, `${line()}\n`);
+    const b = put(join(dir, "b.jsonl"), "");
+    await expectUsage(
+      [b, a],
+      `no recovery events in ${b}, ${a} (1 lines, none a recovery event; ${a} line 1: not JSON)`,
+    );
+    put(b, `${line(at(5))}\n`);
+    const out = await cli("report", a, b);
+    expect(out.exitCode).toBe(0);
+    expect(out.stdout.split("\n").slice(0, 3)).toEqual([
+      `Recovery review: 1 incidents from ${DAY(5)} to ${DAY(5)}`,
+      "(1 lines were not recovery events and were left out)",
+      `  ${a} line 1: not JSON`,
+    ]);
+  });
+
+  it("a log of watchdog lines only is a review (exit 0), not an empty log", async () => {
+    const file = put(join(folder(), "watch.jsonl"), `${watchdogLine()}\n`);
+    const out = await cli("report", file);
+    expect(out.exitCode).toBe(0);
+    expect(out.stdout.split("\n")[0]).toBe(
+      "Recovery review: 0 incidents (the log holds watchdog lines only)",
+    );
+    expect(out.stdout).toContain("Gave up (restart intensity reached): 1");
+  });
+
+  it("no event at all: exit 2, saying why (empty, or what the lines were)", async () => {
+    const dir = folder();
+    const empty = put(join(dir, "empty.jsonl"), "");
+    await expectUsage([empty], `no recovery events in ${empty} (the file is empty)`);
+    const blank = put(join(dir, "blank.jsonl"), "\n\n");
+    await expectUsage([blank], `no recovery events in ${blank} (the file is empty)`);
+    const junk = put(join(dir, "junk.jsonl"), `{}\n[1]\n${watchdogLine({ kind: "dance" })}\n`);
+    await expectUsage(
+      [junk],
+      `no recovery events in ${junk} (3 lines, none a recovery event; line 1: at is not a time)`,
+    );
+  });
+});
+
+describe("selfheal report (in process): inputs it cannot read, exit 2 before any work", () => {
+  it("a missing file, alone or among several (the first missing one is named)", async () => {
+    const dir = folder();
+    const missing = join(dir, "missing.jsonl");
+    await expectUsage([missing], `cannot read ${missing}: no such file (ENOENT)`);
+    const ok = put(join(dir, "ok.jsonl"), `${line()}\n`);
+    const other = join(dir, "other.jsonl");
+    await expectUsage([ok, missing, other], `cannot read ${missing}: no such file (ENOENT)`);
+    await expectUsage(
+      [join(ok, "x")],
+      `cannot read ${join(ok, "x")}: a part of the path is not a folder (ENOTDIR)`,
+    );
+  });
+
+  it("a folder", async () => {
+    const dir = folder();
+    await expectUsage([dir], `cannot read ${dir}: is a folder (EISDIR)`);
+  });
+
+  it("a file it may not read (checked with access R_OK)", async () => {
+    const file = put(join(folder(), "secret.jsonl"), `${line()}\n`);
+    vi.mocked(access).mockRejectedValueOnce(fsError("EACCES"));
+    await expectUsage([file], `cannot read ${file}: permission denied (EACCES)`);
+    expect(access).toHaveBeenCalledWith(file, constants.R_OK);
+  });
+
+  it("a read that fails midway: the file and what failed", async () => {
+    const file = put(join(folder(), "eio.jsonl"), `${line()}\n`);
+    const failing = (error: Error) =>
+      Readable.from(
+        (function* () {
+          yield Buffer.from(`${line()}\n`);
+          throw error;
+        })(),
+      ) as unknown as ReturnType<typeof createReadStream>;
+    vi.mocked(createReadStream).mockReturnValueOnce(failing(fsError("EIO")));
+    await expectUsage([file], `cannot read ${file}: EIO`);
+    vi.mocked(createReadStream).mockReturnValueOnce(failing(new Error("cable unplugged")));
+    await expectUsage([file], `cannot read ${file}: cable unplugged`);
+  });
+});
+
+describe("selfheal report --html (in process)", () => {
+  it("writes the page after printing the review, and says where", async () => {
+    const dir = folder();
+    const file = put(join(dir, "log.jsonl"), `${line()}\n`);
+    const html = put(join(dir, "review.html"), "an older review"); // overwritten
+    const out = await cli("report", file, "--html", html);
+    expect(out.exitCode).toBe(0);
+    expect(out.stdout.startsWith("Recovery review: 1 incidents")).toBe(true);
+    expect(out.stdout.endsWith(`\n\nwrote ${html}\n`)).toBe(true);
+    const page = readFileSync(html, "utf8");
+    expect(page).toMatch(/^<!doctype html>/i);
+    expect(page).toContain("<svg");
+    expect(readFileSync(file, "utf8")).toBe(`${line()}\n`);
+  });
+
+  it("an HTML path with a newline is said on one line", async () => {
+    const dir = folder();
+    const file = put(join(dir, "log.jsonl"), `${line()}\n`);
+    const html = join(dir, "a\nb.html");
+    const out = await cli("report", file, "--html", html);
+    expect(out.exitCode).toBe(0);
+    expect(out.stdout.endsWith(`\nwrote ${join(dir, "a\\nb.html")}\n`)).toBe(true);
+    expect(readFileSync(html, "utf8")).toMatch(/^<!doctype html>/i);
+  });
+
+  it("a folder that is missing, not a folder, or not writable: exit 2 before reading", async () => {
+    const dir = folder();
+    const file = put(join(dir, "log.jsonl"), `${line()}\n`);
+    const nowhere = join(dir, "no", "such", "r.html");
+    await expectUsage(
+      [file, "--html", nowhere],
+      `cannot write ${nowhere}: folder ${dirname(nowhere)}: no such file (ENOENT)`,
+    );
+    const underFile = join(file, "r.html");
+    await expectUsage(
+      [file, "--html", underFile],
+      `cannot write ${underFile}: folder ${file}: a part of the path is not a folder (ENOTDIR)`,
+    );
+    const html = join(dir, "r.html");
+    vi.mocked(access).mockImplementation((path, mode) =>
+      mode === constants.W_OK ? Promise.reject(fsError("EACCES")) : Promise.resolve(),
+    );
+    try {
+      await expectUsage(
+        [file, "--html", html],
+        `cannot write ${html}: folder ${dir}: permission denied (EACCES)`,
+      );
+    } finally {
+      vi.mocked(access).mockReset();
+    }
+    expect(vi.mocked(createReadStream)).not.toHaveBeenCalled();
+  });
+
+  it("a relative --html path: its folder is named resolved", async () => {
+    const dir = folder();
+    const file = put(join(dir, "log.jsonl"), `${line()}\n`);
+    const html = relative(process.cwd(), join(dir, "gone", "r.html"));
+    await expectUsage(
+      [file, "--html", html],
+      `cannot write ${html}: folder ${join(dir, "gone")}: no such file (ENOENT)`,
+    );
+  });
+
+  it("a folder as the page: exit 2", async () => {
+    const dir = folder();
+    const file = put(join(dir, "log.jsonl"), `${line()}\n`);
+    const sub = join(dir, "sub");
+    mkdirSync(sub);
+    await expectUsage([file, "--html", sub], `cannot write ${sub}: is a folder (EISDIR)`);
+  });
+
+  it("never over an input: by path, through a symlink or a hard link, the log untouched", async () => {
+    const dir = folder();
+    const content = `${line()}\n`;
+    const first = put(join(dir, "first.jsonl"), content);
+    const second = put(join(dir, "second.jsonl"), content);
+    const soft = join(dir, "soft.html");
+    symlinkSync(second, soft);
+    const hard = join(dir, "hard.html");
+    linkSync(second, hard);
+    await expectUsage(
+      [first, "--html", join(dir, ".", "first.jsonl")],
+      `refusing to write the HTML over the input file ${first}`,
+    );
+    for (const target of [second, soft, hard])
+      await expectUsage(
+        [first, second, "--html", target],
+        `refusing to write the HTML over the input file ${second}`,
+      );
+    // A rotated file is an input too.
+    const rotated = put(`${first}.1`, content);
+    await expectUsage(
+      [first, "--html", rotated],
+      `refusing to write the HTML over the input file ${rotated}`,
+    );
+    for (const file of [first, second, rotated]) expect(readFileSync(file, "utf8")).toBe(content);
+  });
+
+  it("a page that cannot be written after all: exit 2 naming it, the review printed", async () => {
+    const dir = folder();
+    const file = put(join(dir, "log.jsonl"), `${line()}\n`);
+    // A dangling symlink passes the checks (nothing is there); the write follows it nowhere.
+    const html = join(dir, "dangling.html");
+    symlinkSync(join(dir, "nowhere", "r.html"), html);
+    const out = await cli("report", file, "--html", html);
+    expect(out.exitCode).toBe(2);
+    expect(out.stdout.startsWith("Recovery review: 1 incidents")).toBe(true);
+    expect(out.stdout).not.toContain("wrote");
+    expect(out.stderr).toBe(`selfheal: cannot write ${html}: no such file (ENOENT)\n`);
+    vi.mocked(writeFile).mockRejectedValueOnce(new Error("quota exceeded"));
+    const full = join(dir, "full.html");
+    expect((await cli("report", file, "--html", full)).stderr).toBe(
+      `selfheal: cannot write ${full}: quota exceeded\n`,
+    );
+  });
+
+  it("no event: nothing written", async () => {
+    const dir = folder();
+    const file = put(join(dir, "empty.jsonl"), "");
+    const html = join(dir, "r.html");
+    const out = await captured(() => report([file, "--html", html]));
+    expect(out.threw).toBe(true);
+    expect(() => readFileSync(html)).toThrow(/ENOENT/);
+  });
+});
