@@ -1,29 +1,23 @@
-/** Lines of a recovery event log (recovery.eventLog's JSONL), for the report command's tests. */
+/**
+ * Lines of a recovery event log (recovery.eventLog's JSONL) for the report command's tests: the
+ * report suites' builders (test/report/events.ts) with the defaults these tests read.
+ */
+import { event, watchdogLine as reportWatchdogLine } from "../report/events.js";
 
-/** A valid recovery event line, with fields replaced. */
+/** A valid recovery event line (one retry, a second, a tenth of a cent), with fields replaced. */
 export const line = (over: Record<string, unknown> = {}): string =>
-  JSON.stringify({
-    at: Date.UTC(2026, 0, 1),
-    agent: "a",
-    tool: "lookup",
-    error: "boom",
-    pattern: "UNKNOWN",
-    confidence: 0,
+  event({
     steps: [{ strategy: "retry_once" }],
     attempts: 1,
     durationMs: 1000,
-    outcome: "failed",
     costUsd: 0.001,
     wastedRetries: 1,
-    failoverCostDifferentialUsd: 0,
     ...over,
   });
 
 /** A valid line of the watchdog's (selfheal watch --event-log), with fields replaced. */
 export const watchdogLine = (over: Record<string, unknown> = {}): string =>
-  JSON.stringify({
-    type: "watchdog",
-    at: Date.UTC(2026, 0, 1),
+  reportWatchdogLine({
     agent: "nightly",
     session: "agent",
     kind: "gave_up",
