@@ -13,6 +13,7 @@ import { UsageError } from "../../src/cli/errors.js";
 import type { Heartbeat } from "../../src/watchdog/heartbeat.js";
 import { startReceiver } from "../helpers/otlp.js";
 import { captured, cli, tempDir } from "./in-process.js";
+import { running } from "./pids.js";
 
 const root = tempDir("watch-flags");
 let n = 0;
@@ -257,6 +258,10 @@ describe("selfheal watch --once (in process): one verdict with the limits given"
 const DUMP_ENV =
   'require("node:fs").writeFileSync(process.argv[1], JSON.stringify(Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith("SELFHEAL_")))))';
 const node = (code: string, ...args: string[]) => [process.execPath, "-e", code, ...args];
+/** The SELFHEAL_* variables of this process (CI's runtime leg sets one): a child inherits them. */
+const INHERITED = Object.fromEntries(
+  Object.entries(process.env).filter(([k]) => k.startsWith("SELFHEAL_")),
+);
 /** Polls are never due in these runs: no verdict but those of the process's own end. */
 const NO_POLL = ["--poll-ms", "600000"];
 
@@ -286,6 +291,7 @@ describe("selfheal watch (in process): short runs", () => {
       ) as unknown,
     });
     expect(JSON.parse(readFileSync(env, "utf8"))).toEqual({
+      ...INHERITED,
       SELFHEAL_STATE_DIR: dir,
       SELFHEAL_SESSION_ID: "agent",
       SELFHEAL_WATCH_GENERATION: "5",
@@ -311,6 +317,7 @@ describe("selfheal watch (in process): short runs", () => {
     );
     expect(out.exitCode).toBe(0);
     expect(JSON.parse(readFileSync(env, "utf8"))).toEqual({
+      ...INHERITED,
       SELFHEAL_STATE_DIR: dir,
       SELFHEAL_SESSION_ID: "s1",
       SELFHEAL_WATCH_GENERATION: "1",
@@ -460,6 +467,11 @@ describe("selfheal watch (in process): short runs", () => {
     expect(said).toContain(`selfheal watch: verdict unreadable: ${missing}`);
     // The process ended to be replaced is no death of the agent's.
     expect(out.stderr).not.toContain("exited with");
+    const pids = [...out.stderr.matchAll(/started \(pid (\d+)\)/g)].map(([, pid]) => Number(pid));
+    expect(pids).toHaveLength(2);
+    const left = pids.filter(running);
+    for (const pid of left) process.kill(pid, "SIGKILL"); // ours, should watch have left it
+    expect(left).toEqual([]);
   });
 
   it("its spans and metrics go to the OTLP endpoint, named selfheal-watch-AGENT", async () => {
