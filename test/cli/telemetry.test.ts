@@ -93,7 +93,7 @@ describe("startCliTelemetry without the OpenTelemetry SDK", () => {
     await expect(startCliTelemetry("demo", undefined, {}, failingWith(sdkFailed))).rejects.toBe(
       sdkFailed,
     );
-    const noMessage = { code: "ERR_MODULE_NOT_FOUND", message: ["@opentelemetry/x"] };
+    const noMessage = { code: "ERR_MODULE_NOT_FOUND", message: 42 };
     const rejecting: OtelLoader = () =>
       Promise.resolve({ OTEL_PEERS, startTelemetry: () => Promise.reject(noMessage) });
     await expect(startCliTelemetry("demo", undefined, {}, rejecting)).rejects.toBe(noMessage);

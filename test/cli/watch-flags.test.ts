@@ -516,7 +516,7 @@ describe("selfheal watch (in process): short runs", () => {
     "%s to watch goes to the agent; watch ends with its code (%d)",
     async (signal, code) => {
       const before = new Set(process.listeners(signal));
-      const running = captured(() =>
+      const watching = captured(() =>
         watch([
           "--state-dir",
           stateDir(),
@@ -534,7 +534,7 @@ describe("selfheal watch (in process): short runs", () => {
       const exitCode = process.exitCode;
       try {
         forward(signal);
-        const out = await running;
+        const out = await watching;
         expect(out.threw).toBe(false);
         expect(process.exitCode).toBe(code);
         expect(lines(out.stderr)).toEqual(["selfheal watch: generation 1 started (pid P)"]);
@@ -555,7 +555,7 @@ describe("selfheal watch (in process): short runs", () => {
       const ready = join(root, `ready${n++}`);
       const before = new Set(process.listeners(signal));
       const agent = `process.on("${signal}", () => ${handler}); require("node:fs").writeFileSync(process.argv[1], ""); setInterval(() => {}, 1000);`;
-      const running = captured(() =>
+      const watching = captured(() =>
         watch(["--state-dir", stateDir(), ...NO_POLL, "--", ...node(agent, ready)]),
       );
       // Once watch forwards signals and the agent handles them.
@@ -567,7 +567,7 @@ describe("selfheal watch (in process): short runs", () => {
       const exitCode = process.exitCode;
       try {
         forward(signal);
-        expect((await running).threw).toBe(false);
+        expect((await watching).threw).toBe(false);
         expect(process.exitCode).toBe(code);
       } finally {
         process.exitCode = exitCode;

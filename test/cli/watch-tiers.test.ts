@@ -20,6 +20,7 @@ import {
   verdicts,
   type WatchRun,
 } from "../helpers/watch.js";
+import { running } from "./pids.js";
 
 const root = mkdtempSync(join(tmpdir(), "selfheal-watch-tiers-"));
 afterAll(() => {
@@ -37,16 +38,6 @@ const AGENTS = [
     ? { name: "python", agent: [found.python, PYTHON_SCENARIO], problem: undefined }
     : { name: "python", agent: [], problem: found.problem },
 ];
-
-/** Whether a process with this pid runs (signal 0: nothing is sent). */
-function running(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 let n = 0;
 const scenario = (agent: string[], mode: string, more: Partial<WatchRun> = {}) =>
