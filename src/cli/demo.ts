@@ -27,6 +27,7 @@ import { eventLogFlag, metricsPortFlag, startCliTelemetry, stopCliTelemetry } fr
 /** --speed bounds: slower would wait longer than a timer can; faster is "as fast as it runs". */
 const MIN_SPEED = 0.1;
 const MAX_SPEED = 1e6;
+const FIVE_MINUTES = 5 * 60_000;
 
 export const DEMO_USAGE = `Usage: selfheal demo [--scenario NAME] [--speed N] [--json] [--metrics-port PORT]
                     [--event-log FILE]
@@ -177,8 +178,11 @@ export async function demo(argv: string[]): Promise<void> {
       meterProvider: telemetry?.meterProvider,
     },
     onMinute,
-    // The simulated period ends now: its spans and events are dated in the recent past.
-    startMs: Date.now() - scenario.durationMs,
+    // The simulated period ends about now: its spans and events are dated in the recent past. On
+    // a whole 5 minutes, so that the windows' buckets (whole 10 s, 50 s and 60 s spans of the
+    // epoch: calls, breakers, tasks) cut every run at the same points: the figures do not depend
+    // on when the demo is played.
+    startMs: Math.floor((Date.now() - scenario.durationMs) / FIVE_MINUTES) * FIVE_MINUTES,
   };
   if ("mix" in scenario) {
     const night = await runLongRuns(scenario, {
