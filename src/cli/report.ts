@@ -8,11 +8,11 @@ import { parseArgs } from "node:util";
 import { ReviewBuilder } from "../report/analyze.js";
 import { readInto } from "../report/read.js";
 import { renderHtml } from "../report/render-html.js";
-import { renderText } from "../report/render-text.js";
+import { renderRuleSuggestions, renderText } from "../report/render-text.js";
 import { oneLine } from "../telemetry/redact.js";
 import { UsageError } from "./errors.js";
 
-export const REPORT_USAGE = `Usage: selfheal report FILE.jsonl [MORE.jsonl ...] [--html OUT.html]
+export const REPORT_USAGE = `Usage: selfheal report FILE.jsonl [MORE.jsonl ...] [--html OUT.html] [--suggest-rules OUT.json]
 
 Reads a recovery event log (the JSONL file of recovery.eventLog) and prints the review: top
 failure patterns, UNKNOWN share and sample texts per tool (the rules to write), the success of
@@ -22,8 +22,11 @@ Lines that are not recovery events are counted, named and left out; a file set w
 at all exits 2.
 
 Options:
-  --html OUT.html  also write a self-contained page with charts (no network needed to view it)
-  -h, --help       this help`;
+  --html OUT.html           also write a self-contained page with charts (no network needed)
+  --suggest-rules OUT.json  group the UNKNOWN texts into templates and propose each as a rule,
+                            with its evidence; write them as a rule file that
+                            createSelfHealing({ diagnosis: { ruleFile: "OUT.json" } }) loads
+  -h, --help                this help`;
 
 /** An I/O failure as one line: the path and the error code, never a stack. */
 export function ioProblem(error: unknown): string {
@@ -74,33 +77,48 @@ async function checkInputs(files: string[]): Promise<{ dev: number; ino: number 
 const sameFile = (a: { dev: number; ino: number } | undefined, b: { dev: number; ino: number }) =>
   a !== undefined && a.dev === b.dev && a.ino === b.ino;
 
-/** The HTML can be written, and not over an input (a hard link or symlink to one included). */
-async function checkHtmlTarget(
-  html: string,
+/** An output can be written, and not over an input (a hard link or symlink to one included). */
+async function checkTarget(
+  out: string,
+  what: string,
   files: string[],
   ids: { dev: number; ino: number }[],
 ): Promise<void> {
-  const folder = dirname(resolve(html));
+  const folder = dirname(resolve(out));
   try {
     if (!(await stat(folder)).isDirectory())
       throw Object.assign(new Error("not a folder"), { code: "ENOTDIR" });
     await access(folder, constants.W_OK);
   } catch (error) {
-    throw new UsageError(`cannot write ${html}: folder ${folder}: ${ioProblem(error)}`);
+    throw new UsageError(`cannot write ${out}: folder ${folder}: ${ioProblem(error)}`);
   }
-  const target = await stat(html).catch(() => undefined);
-  if (target?.isDirectory()) throw new UsageError(`cannot write ${html}: is a folder (EISDIR)`);
+  const target = await stat(out).catch(() => undefined);
+  if (target?.isDirectory()) throw new UsageError(`cannot write ${out}: is a folder (EISDIR)`);
   const same = files.find(
-    (f, i) => resolve(f) === resolve(html) || (target !== undefined && sameFile(ids[i], target)),
+    (f, i) => resolve(f) === resolve(out) || (target !== undefined && sameFile(ids[i], target)),
   );
   if (same !== undefined)
-    throw new UsageError(`refusing to write the HTML over the input file ${same}`);
+    throw new UsageError(`refusing to write the ${what} over the input file ${same}`);
+}
+
+/** Writes `text` to `out`, or one line and exit 2. */
+async function writeOut(out: string, text: string): Promise<void> {
+  try {
+    await writeFile(out, text);
+  } catch (error) {
+    throw new UsageError(`cannot write ${out}: ${ioProblem(error)}`);
+  }
+  console.log(`\nwrote ${oneLine(out)}`);
 }
 
 export async function report(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv,
-    options: { html: { type: "string" }, help: { type: "boolean", short: "h", default: false } },
+    options: {
+      html: { type: "string" },
+      "suggest-rules": { type: "string" },
+      help: { type: "boolean", short: "h", default: false },
+    },
     strict: true,
     allowPositionals: true,
   });
@@ -113,7 +131,15 @@ export async function report(argv: string[]): Promise<void> {
     throw new UsageError("report needs the event log: selfheal report FILE.jsonl");
   const files = positionals.length === 1 ? await rotatedSet(first) : positionals;
   const ids = await checkInputs(files);
-  if (values.html !== undefined) await checkHtmlTarget(values.html, files, ids);
+  const rulesOut = values["suggest-rules"];
+  if (values.html !== undefined) await checkTarget(values.html, "HTML", files, ids);
+  if (rulesOut !== undefined) await checkTarget(rulesOut, "rule file", files, ids);
+  if (
+    rulesOut !== undefined &&
+    values.html !== undefined &&
+    resolve(rulesOut) === resolve(values.html)
+  )
+    throw new UsageError("--html and --suggest-rules name the same file");
   const builder = new ReviewBuilder();
   for (const file of files) {
     try {
@@ -130,12 +156,8 @@ export async function report(argv: string[]): Promise<void> {
     throw new UsageError(`no recovery events in ${files.join(", ")} (${why})`);
   }
   console.log(renderText(review));
-  if (values.html !== undefined) {
-    try {
-      await writeFile(values.html, renderHtml(review));
-    } catch (error) {
-      throw new UsageError(`cannot write ${values.html}: ${ioProblem(error)}`);
-    }
-    console.log(`\nwrote ${oneLine(values.html)}`);
-  }
+  if (rulesOut !== undefined) console.log(`\n${renderRuleSuggestions(review.rules)}`);
+  if (values.html !== undefined) await writeOut(values.html, renderHtml(review));
+  if (rulesOut !== undefined)
+    await writeOut(rulesOut, `${JSON.stringify(review.rules.file, null, 2)}\n`);
 }

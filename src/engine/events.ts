@@ -39,6 +39,10 @@ export interface RecoveryEvent {
   failoverCostDifferentialUsd: number;
   /** The provider that answered, when the call recovered. */
   provider: string | undefined;
+  /** HTTP status of the first error, when it had one: what a suggested rule can match on. */
+  status?: number;
+  /** First error code or type of the first error (lower-cased, cut), when it had one. */
+  code?: string;
 }
 
 /** A finished tool call, as recorded (error text redacted). */

@@ -1,6 +1,7 @@
 import { SpanKind, SpanStatusCode, trace, type Span } from "@opentelemetry/api";
 import type { Clock } from "../clock.js";
 import type { Diagnosis } from "../diagnosis/diagnoser.js";
+import { readErrorFacts } from "../diagnosis/error-facts.js";
 import { DEFAULT_CHAINS, normalizeStep, type PlanStep } from "../diagnosis/rules.js";
 import { runChain, type ChainResult } from "../recovery/executor.js";
 import { attemptCost } from "../recovery/providers.js";
@@ -28,6 +29,7 @@ import {
   type RecoveryOutcome,
   type StrategyName,
 } from "../telemetry/conventions.js";
+import { redact } from "../telemetry/redact.js";
 import { spanTime } from "../telemetry/spans.js";
 import type { CircuitBreaker } from "../recovery/breaker.js";
 import type { RecoveryBudget } from "../recovery/budget.js";
@@ -446,6 +448,20 @@ class Recovery<A, R> implements RecoveryRun {
       wastedRetries,
       failoverCostDifferentialUsd: this.differentialUsd,
       provider,
+      ...firstErrorKeys(input.first, clock.now()),
     });
   }
+}
+
+/** Longest error code kept on an event: codes are identifiers, not texts. */
+const MAX_CODE_LENGTH = 64;
+
+/** The status and first code of the first error, for the event log (`--suggest-rules`). */
+function firstErrorKeys(first: Failure, now: number): { status?: number; code?: string } {
+  const { status } = first.diagnosis;
+  const [code] = readErrorFacts(first.error, now).codes;
+  return {
+    ...(status !== undefined && { status }),
+    ...(code !== undefined && { code: redact(code, MAX_CODE_LENGTH) }),
+  };
 }

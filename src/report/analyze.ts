@@ -1,5 +1,6 @@
 import type { RecoveryEvent } from "../engine/events.js";
 import { oneLine, redact } from "../telemetry/redact.js";
+import { RuleSuggester, type RuleSuggestions } from "./suggest-rules.js";
 
 /** The weekly review of a recovery event log. */
 export interface Review {
@@ -33,6 +34,8 @@ export interface Review {
   costPerIncidentUsd: number;
   /** The watchdog's lines (`selfheal watch --event-log`, `Supervisor({ eventLog })`). */
   watchdog: WatchdogReview;
+  /** The UNKNOWN texts as templates, each proposed as a rule (`--suggest-rules`). */
+  rules: RuleSuggestions;
 }
 
 /** What the watchdog did to long runs: verdicts entered, and each tier's results. */
@@ -150,7 +153,14 @@ export function eventProblem(value: unknown): string | undefined {
     const v = e[key];
     if (!isFiniteNumber(v) || v < 0) return `${key} is not a number`;
   }
-  for (const key of ["confidence", "attempts", "wastedRetries", "failoverCostDifferentialUsd"]) {
+  if (e.code !== undefined && typeof e.code !== "string") return "code is not a string";
+  for (const key of [
+    "confidence",
+    "attempts",
+    "wastedRetries",
+    "failoverCostDifferentialUsd",
+    "status",
+  ]) {
     if (e[key] !== undefined && !isFiniteNumber(e[key])) return `${key} is not a number`;
   }
   return undefined;
@@ -262,6 +272,7 @@ export class ReviewBuilder {
   /** Raw UNKNOWN text to its redacted form: texts repeat, redacting is the costly part. */
   private readonly redacted = new Map<string, string>();
   private readonly watchdog = new WatchdogTally();
+  private readonly suggester = new RuleSuggester();
 
   /** Adds one line of JSONL; `where` names it in a complaint (`line 7`). */
   addLine(line: string, where: string): void {
@@ -315,6 +326,7 @@ export class ReviewBuilder {
         const oldest = t.texts.keys().next().value;
         if (oldest !== undefined) t.texts.delete(oldest);
       }
+      this.suggester.add({ ...e, error: text });
     }
     for (const s of e.steps) if (s.skipped == null) count(this.runs, s.strategy);
     if (e.outcome === "recovered" && typeof e.strategy === "string") count(this.wins, e.strategy);
@@ -379,6 +391,11 @@ export class ReviewBuilder {
       costUsd: this.cost,
       costPerIncidentUsd: n ? this.cost / n : 0,
       watchdog: this.watchdog.review(),
+      rules: this.suggester.suggest(
+        n
+          ? `selfheal report: ${new Date(this.minAt).toISOString()} to ${new Date(this.maxAt).toISOString()}`
+          : "selfheal report",
+      ),
     };
   }
 }

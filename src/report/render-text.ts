@@ -1,5 +1,6 @@
 import { oneLine } from "../telemetry/redact.js";
 import type { Review } from "./analyze.js";
+import type { RuleFileRule, RuleSuggestions } from "./suggest-rules.js";
 
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 const secs = (x: number | null) => (x === null ? "n/a" : `${x.toFixed(1)} s`);
@@ -98,3 +99,50 @@ function recoverySections(
     `Recovery spend: $${r.costUsd.toFixed(4)} ($${r.costPerIncidentUsd.toFixed(4)} per incident)`,
   );
 }
+
+/** `--suggest-rules`: each proposed rule with its evidence, then the templates left to a person. */
+export function renderRuleSuggestions(s: RuleSuggestions): string {
+  const out = [
+    `Suggested rules: ${s.file.rules.length} from ${s.texts} UNKNOWN texts${s.leftOut ? ` (${s.leftOut} past the template limit, not grouped)` : ""}`,
+  ];
+  if (s.file.rules.length) {
+    out.push(
+      table(
+        ["rule", "pattern", "evidence", "samples", "first seen", "last seen", "match"],
+        s.file.rules.map((r) => [
+          r.name,
+          r.pattern,
+          `${r.evidence?.tier ?? ""}: ${r.evidence?.because ?? ""}`,
+          r.evidence?.samples ?? "",
+          r.evidence?.firstSeen ?? "",
+          r.evidence?.lastSeen ?? "",
+          matchText(r.match),
+        ]),
+      ),
+    );
+    for (const r of s.file.rules) {
+      const e = r.evidence;
+      if (!e) continue;
+      const won = Object.entries(e.recoveredBy)
+        .map(([strategy, k]) => `${strategy} ${k}`)
+        .join(", ");
+      out.push(
+        "",
+        `  ${r.name}: runs ${e.strategies.map((p) => (typeof p === "string" ? p : p.strategy)).join(" -> ") || "no strategy (passed on)"}; ${e.recovered} of ${e.samples} recovered${won ? ` (${won})` : ""}; tools ${e.tools.join(", ")}`,
+        ...e.examples.map((x) => `    - ${oneLine(x)}`),
+      );
+    }
+  }
+  if (s.unclassified.length) {
+    out.push("", "Templates with no pattern to propose (read them; write a rule by hand):");
+    for (const u of s.unclassified) out.push(`  - ${oneLine(u.template)} (x${u.samples})`);
+  }
+  return out.join("\n");
+}
+
+const matchText = (m: RuleFileRule["match"]) =>
+  [
+    ...(m.status ? [`status ${m.status.join("|")}`] : []),
+    ...(m.code ? [`code ${m.code.join("|")}`] : []),
+    ...m.message.map((re) => `/${re}/i`),
+  ].join(" and ");

@@ -32,6 +32,8 @@ export interface PolicyContext {
   telemetry: Telemetry;
   /** selfheal's recovery event log (`recovery.eventLog`), when the run should write one. */
   eventLog?: string | undefined;
+  /** Diagnosis rule files selfheal loads (`diagnosis.ruleFile`), e.g. `--suggest-rules` output. */
+  ruleFile?: string | undefined;
 }
 
 export type PolicyFactory = (context: PolicyContext) => Policy;

@@ -54,6 +54,8 @@ export interface RunOptions {
   telemetry?: Telemetry;
   /** Append selfheal's recovery events to this JSONL file (`selfheal demo --event-log`). */
   eventLog?: string;
+  /** Diagnosis rule files for selfheal to load (`selfheal demo --rule-file`). */
+  ruleFile?: string;
   /** Called as each timeline entry happens (the CLI prints them live). */
   onTimeline?: (entry: TimelineEntry) => void;
   /** Called with each logical call's record (its every request) as the call ends. */
@@ -121,6 +123,7 @@ export async function runScenario(
     world,
     telemetry: options.telemetry ?? {},
     eventLog: options.eventLog,
+    ruleFile: options.ruleFile,
   });
 
   const lastPage = new Map<string, number>();

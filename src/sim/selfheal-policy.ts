@@ -65,7 +65,7 @@ function streamedAnswers(sh: SelfHealing, world: World): (question: string) => P
  * streamed answer in a scenario whose answers stream), a keyed payment.
  */
 // Long on purpose: selfheal configured as a user would write it, then the policy's two calls.
-export function selfhealPolicy({ world, telemetry, eventLog }: PolicyContext): Policy {
+export function selfhealPolicy({ world, telemetry, eventLog, ruleFile }: PolicyContext): Policy {
   const { scenario, clock } = world;
   // Every escalation also fails its call, which the run pages for by the rule it applies to
   // every policy; the escalation itself is only told in the timeline.
@@ -95,6 +95,7 @@ export function selfhealPolicy({ world, telemetry, eventLog }: PolicyContext): P
         statusPages: { [page.dependency]: `http://status.${page.dependency}.invalid` },
       }),
       fetch: fakeFetch,
+      ...(ruleFile !== undefined && { ruleFile }),
     },
     recovery: {
       random: world.random,

@@ -68,4 +68,10 @@ export const sampleReview: Review = {
     ],
     gaveUp: 1,
   },
+  rules: {
+    file: { version: 1, source: "selfheal report", rules: [] },
+    unclassified: [],
+    texts: 0,
+    leftOut: 0,
+  },
 };

@@ -7,6 +7,7 @@ import {
   type CompiledRule,
   type Rule,
 } from "../../diagnosis/rules.js";
+import { readRuleFile } from "../../diagnosis/rule-file.js";
 import {
   DEFAULT_STATUS_PAGE_CACHE_MS,
   DEFAULT_STATUS_PAGE_TIMEOUT_MS,
@@ -29,6 +30,11 @@ export interface DiagnosisOptions {
    * defaults and returns the table (to add, replace or reorder rules).
    */
   rules?: readonly Rule[] | ((defaults: readonly Rule[]) => readonly Rule[]);
+  /**
+   * Rule files (JSON, as `selfheal report --suggest-rules` writes them), read once here: their
+   * rules go after the table, for the errors it does not know.
+   */
+  ruleFile?: string | readonly string[];
   /** Statuspage root URL by tool or provider name, e.g. `{ openai: "https://status.openai.com" }`. */
   statusPages?: Record<string, string>;
   /** Per status page request, ms (default 2000). */
@@ -59,6 +65,7 @@ export interface ResolvedDiagnosis {
 
 const DIAGNOSIS_KEYS = [
   "rules",
+  "ruleFile",
   "statusPages",
   "statusPageTimeoutMs",
   "statusPageCacheMs",
@@ -89,6 +96,19 @@ function ruleTable(rules: unknown): unknown {
   return rules === undefined ? DEFAULT_RULES : rules; // null goes on, for compileRules to refuse
 }
 
+/** The table, then the rules of each rule file, in order. */
+function withRuleFiles(table: unknown, ruleFile: unknown): unknown {
+  if (ruleFile === undefined) return table;
+  const paths = typeof ruleFile === "string" ? [ruleFile] : ruleFile;
+  if (!Array.isArray(paths) || !paths.every((p) => typeof p === "string" && p !== ""))
+    throw new SelfHealConfigError(
+      "diagnosis.ruleFile",
+      `expected a path or a list of paths, got ${show(ruleFile)}`,
+    );
+  const fromFiles = paths.flatMap((path: string) => readRuleFile(path));
+  return Array.isArray(table) ? [...(table as unknown[]), ...fromFiles] : table;
+}
+
 function statusPages(value: unknown): Record<string, string> {
   const pages = optionalObject(value, "diagnosis.statusPages");
   for (const [key, url] of Object.entries(pages)) {
@@ -103,7 +123,7 @@ function statusPages(value: unknown): Record<string, string> {
 export function resolveDiagnosis(input: unknown): ResolvedDiagnosis {
   const d = optionalObject(input, "diagnosis");
   knownKeys(d, DIAGNOSIS_KEYS, "diagnosis");
-  const rules = ruleTable(d.rules);
+  const rules = withRuleFiles(ruleTable(d.rules), d.ruleFile);
   const pages = statusPages(d.statusPages);
   numbers(d, TIMING_RULES, "diagnosis");
   const drift: Plain = numberGroup(d.drift, DRIFT_RULES, "diagnosis.drift");
