@@ -5,14 +5,15 @@
 import { access, constants, stat, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { ReviewBuilder } from "../report/analyze.js";
+import { parseTime, PeriodReviews, type Period } from "../report/period.js";
 import { readInto } from "../report/read.js";
 import { renderHtml } from "../report/render-html.js";
 import { renderRuleSuggestions, renderText } from "../report/render-text.js";
 import { oneLine } from "../telemetry/redact.js";
 import { UsageError } from "./errors.js";
 
-export const REPORT_USAGE = `Usage: selfheal report FILE.jsonl [MORE.jsonl ...] [--html OUT.html] [--suggest-rules OUT.json]
+export const REPORT_USAGE = `Usage: selfheal report FILE.jsonl [MORE.jsonl ...] [--since T] [--until T] [--compare-previous]
+                       [--html OUT.html] [--suggest-rules OUT.json] [--tz ZONE]
 
 Reads a recovery event log (the JSONL file of recovery.eventLog) and prints the review: top
 failure patterns, UNKNOWN share and sample texts per tool (the rules to write), the success of
@@ -22,6 +23,12 @@ Lines that are not recovery events are counted, named and left out; a file set w
 at all exits 2.
 
 Options:
+  --since T                 review from T: an ISO date or time (2026-11-23, 2026-11-23T08:00Z),
+                            or a span back from --until (7d, 12h, 90m, 2w)
+  --until T                 review up to T, excluded (default: now); same forms, spans back from now
+  --compare-previous        also review the period of the same length before --since, and show
+                            each figure's change (needs --since)
+  --tz ZONE                 times in this IANA zone (Europe/Paris; default UTC)
   --html OUT.html           also write a self-contained page with charts (no network needed)
   --suggest-rules OUT.json  group the UNKNOWN texts into templates and propose each as a rule,
                             with its evidence; write them as a rule file that
@@ -111,12 +118,58 @@ async function writeOut(out: string, text: string): Promise<void> {
   console.log(`\nwrote ${oneLine(out)}`);
 }
 
+/** `--since`, `--until`, `--compare-previous`: the period, or one line and exit 2. */
+function periodFlags(
+  values: { since?: string; until?: string; "compare-previous"?: boolean },
+  now: number,
+): Period {
+  const time = (flag: string, value: string | undefined, base: number) => {
+    if (value === undefined) return undefined;
+    const ms = parseTime(value, base);
+    if (ms === undefined)
+      throw new UsageError(
+        `--${flag} ${JSON.stringify(value)}: expected an ISO date or time (2026-11-23, 2026-11-23T08:00Z) or a span back (7d, 12h, 90m, 2w)`,
+      );
+    return ms;
+  };
+  const untilMs = time("until", values.until, now);
+  const since = time("since", values.since, untilMs ?? now);
+  if (values["compare-previous"] && since === undefined)
+    throw new UsageError(
+      "--compare-previous needs --since: the period to compare with the one before",
+    );
+  // With a start, the period ends now unless --until says otherwise.
+  const end = untilMs ?? (since !== undefined ? now : undefined);
+  if (since !== undefined && end !== undefined && since >= end)
+    throw new UsageError(
+      `--since ${new Date(since).toISOString()} is not before --until ${new Date(end).toISOString()}`,
+    );
+  return {
+    ...(since !== undefined && { sinceMs: since }),
+    ...(end !== undefined && { untilMs: end }),
+  };
+}
+
+/** `--tz`: an IANA zone this runtime knows, or one line and exit 2. */
+function zoneFlag(zone: string | undefined): string {
+  if (zone === undefined) return "UTC";
+  try {
+    return new Intl.DateTimeFormat("en", { timeZone: zone }).resolvedOptions().timeZone;
+  } catch {
+    throw new UsageError(`--tz ${JSON.stringify(zone)}: not a time zone (try UTC or Europe/Paris)`);
+  }
+}
+
 export async function report(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv,
     options: {
       html: { type: "string" },
       "suggest-rules": { type: "string" },
+      since: { type: "string" },
+      until: { type: "string" },
+      "compare-previous": { type: "boolean", default: false },
+      tz: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
     strict: true,
@@ -140,24 +193,28 @@ export async function report(argv: string[]): Promise<void> {
     resolve(rulesOut) === resolve(values.html)
   )
     throw new UsageError("--html and --suggest-rules name the same file");
-  const builder = new ReviewBuilder();
+  const period = periodFlags(values, Date.now());
+  const timeZone = zoneFlag(values.tz);
+  const reviews = new PeriodReviews(period, values["compare-previous"]);
   for (const file of files) {
     try {
-      await readInto(file, builder, files.length > 1 ? oneLine(file) : undefined);
+      await readInto(file, reviews, files.length > 1 ? oneLine(file) : undefined);
     } catch (error) {
       throw new UsageError(`cannot read ${file}: ${ioProblem(error)}`);
     }
   }
-  const review = builder.review();
+  const review = reviews.current.review();
+  const previous = reviews.previous?.review();
   if (review.events === 0 && review.watchdog.events === 0) {
     const why = review.malformed
       ? `${review.malformed} lines, none a recovery event; ${review.malformedSamples[0] ?? ""}`
       : "the file is empty";
     throw new UsageError(`no recovery events in ${files.join(", ")} (${why})`);
   }
-  console.log(renderText(review));
+  console.log(renderText(review, { previous, timeZone }));
   if (rulesOut !== undefined) console.log(`\n${renderRuleSuggestions(review.rules)}`);
-  if (values.html !== undefined) await writeOut(values.html, renderHtml(review));
+  if (values.html !== undefined)
+    await writeOut(values.html, renderHtml(review, { previous, timeZone }));
   if (rulesOut !== undefined)
     await writeOut(rulesOut, `${JSON.stringify(review.rules.file, null, 2)}\n`);
 }

@@ -1,6 +1,11 @@
 import type { RecoveryEvent } from "../engine/events.js";
 import { oneLine, redact } from "../telemetry/redact.js";
+import { BreakdownTally, type Breakdown } from "./breakdown.js";
+import { SeriesTally, type Series } from "./series.js";
+import { DurationSketch } from "./sketch.js";
 import { RuleSuggester, type RuleSuggestions } from "./suggest-rules.js";
+
+export { DurationSketch } from "./sketch.js";
 
 /** The weekly review of a recovery event log. */
 export interface Review {
@@ -36,7 +41,40 @@ export interface Review {
   watchdog: WatchdogReview;
   /** The UNKNOWN texts as templates, each proposed as a rule (`--suggest-rules`). */
   rules: RuleSuggestions;
+  /** Incidents, recoveries and spend over time, by pattern. */
+  series: Series;
+  /** MTTR of recovered calls as a histogram: count per bin of MTTR_BINS_SECONDS. */
+  mttrHistogram: { fromSeconds: number; count: number }[];
+  byAgent: Breakdown[];
+  byTool: Breakdown[];
+  /** The incidents no recovery answered (failed, escalated, out of budget), the latest first. */
+  unrecovered: { total: number; latest: Unrecovered[] };
+  /** The period asked for (`--since`, `--until`), ISO; absent: the whole log. */
+  period: { since?: string; until?: string };
+  /** Valid lines left out: dated outside the period. */
+  outsidePeriod: number;
+  /** recovered / incidents. */
+  autoRecoveryRate: number;
+  /** UNKNOWN incidents / incidents. */
+  unknownShare: number;
 }
+
+/** An incident no recovery answered, with what was tried: the page's list of escalations. */
+export interface Unrecovered {
+  at: number;
+  agent: string;
+  tool: string;
+  pattern: string;
+  outcome: string;
+  error: string;
+  /** The strategies run, in order (skipped ones left out). */
+  tried: string[];
+}
+
+/** Lower edges of the MTTR histogram's bins, seconds (the last bin is open). */
+export const MTTR_BINS_SECONDS = [0, 1, 2, 5, 10, 30, 60, 120, 300, 600];
+/** Unrecovered incidents listed (all are counted). */
+const UNRECOVERED_LISTED = 50;
 
 /** What the watchdog did to long runs: verdicts entered, and each tier's results. */
 export interface WatchdogReview {
@@ -48,7 +86,22 @@ export interface WatchdogReview {
   tiers: { tier: string; runs: number; recovered: number; failed: number; successRate: number }[];
   /** Times a rotation was refused by the restart intensity: the supervisor gave up. */
   gaveUp: number;
+  /** The latest runs the watchdog acted on, each with what it saw and did, in order. */
+  runs: WatchdogRun[];
 }
+
+/** One supervised run (agent and session) the watchdog acted on. */
+export interface WatchdogRun {
+  agent: string;
+  session: string;
+  lastAt: number;
+  /** `stalled`, `nudge: failed`, `context_reset: recovered`, `gave up`, in order (the last 20). */
+  steps: string[];
+}
+
+/** Runs listed, the latest; steps kept per run. */
+const RUNS_LISTED = 100;
+const STEPS_PER_RUN = 20;
 
 const SAMPLES_PER_TOOL = 5;
 /**
@@ -64,62 +117,6 @@ const REDACT_CACHE_SIZE = 1024;
 const MALFORMED_NAMED = 5;
 /** Largest time a Date can hold, ms from the epoch. */
 const MAX_TIME = 8.64e15;
-
-/**
- * Durations for percentiles in bounded memory. The first EXACT_LIMIT values are kept as they
- * are (nearest-rank percentiles, exact); past that they are folded into a log-bucket histogram
- * (DDSketch-like: bucket i holds (γ^(i-1), γ^i] with γ = 1.01, so a percentile is within 0.5 %
- * of the true value), whose size depends on the spread of the values, never on their number
- * (about 2,800 buckets from 1 µs to 11 days).
- */
-export class DurationSketch {
-  static readonly EXACT_LIMIT = 10_000;
-  private static readonly GAMMA = 1.01;
-  private static readonly LOG_GAMMA = Math.log(DurationSketch.GAMMA);
-  private exact: number[] | undefined = [];
-  private readonly buckets = new Map<number, number>();
-  private zeros = 0;
-  count = 0;
-
-  add(value: number): void {
-    this.count++;
-    if (this.exact) {
-      this.exact.push(value);
-      if (this.exact.length <= DurationSketch.EXACT_LIMIT) return;
-      const all = this.exact;
-      this.exact = undefined;
-      for (const v of all) this.fold(v);
-      return;
-    }
-    this.fold(value);
-  }
-
-  private fold(value: number): void {
-    if (value <= 0) {
-      this.zeros++;
-      return;
-    }
-    const i = Math.ceil(Math.log(value) / DurationSketch.LOG_GAMMA);
-    this.buckets.set(i, (this.buckets.get(i) ?? 0) + 1);
-  }
-
-  /** The nearest-rank q-quantile (0 < q <= 1): the value of rank ⌈q·n⌉, or null when empty. */
-  quantile(q: number): number | null {
-    if (this.count === 0) return null;
-    const rank = Math.min(this.count, Math.max(1, Math.ceil(q * this.count)));
-    if (this.exact) return [...this.exact].sort((a, b) => a - b)[rank - 1] ?? null;
-    if (rank <= this.zeros) return 0;
-    let seen = this.zeros;
-    for (const i of [...this.buckets.keys()].sort((a, b) => a - b)) {
-      seen += this.buckets.get(i) ?? 0;
-      if (seen >= rank) {
-        // The point of the bucket (γ^(i-1), γ^i] whose relative error is smallest.
-        return (2 * DurationSketch.GAMMA ** i) / (DurationSketch.GAMMA + 1);
-      }
-    }
-    return null;
-  }
-}
 
 const isFiniteNumber = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
 const isWatchdogLine = (v: unknown): v is Record<string, unknown> =>
@@ -166,6 +163,20 @@ export function eventProblem(value: unknown): string | undefined {
   return undefined;
 }
 
+/** What parseLine gives for a blank line, and for one that is not JSON. */
+export const BLANK = Symbol("blank");
+export const NOT_JSON = Symbol("not JSON");
+
+/** One line of JSONL, parsed. */
+export function parseLine(line: string): unknown {
+  if (line.trim() === "") return BLANK;
+  try {
+    return JSON.parse(line) as unknown;
+  } catch {
+    return NOT_JSON;
+  }
+}
+
 const count = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1);
 
 const WATCHDOG_KINDS: Record<string, readonly string[]> = {
@@ -204,24 +215,50 @@ class WatchdogTally {
   private readonly recovered = new Map<string, number>();
   private readonly failed = new Map<string, number>();
   private gaveUp = 0;
+  /** The latest runs acted on, least recent first (a Map keeps insertion order). */
+  private readonly latest = new Map<string, WatchdogRun>();
 
   add(e: Record<string, unknown>): void {
     this.events++;
-    this.sessions.add(`${e.agent as string}/${e.session as string}`);
-    const name = (key: string) => oneLine(e[key] as string).slice(0, 64);
+    const key = `${e.agent as string}/${e.session as string}`;
+    this.sessions.add(key);
+    const name = (k: string) => oneLine(e[k] as string).slice(0, 64);
+    let step: string | undefined;
     switch (e.kind) {
       case "verdict":
         count(this.verdicts, name("verdict"));
+        if (e.verdict !== "healthy" && e.verdict !== "starting") step = name("verdict");
         break;
       case "tier":
         count(this.runs, name("tier"));
         break;
       case "tier_result":
         count(e.outcome === "recovered" ? this.recovered : this.failed, name("tier"));
+        step = `${name("tier")}: ${name("outcome")}`;
         break;
       case "gave_up":
         this.gaveUp++;
+        step = "gave up";
         break;
+    }
+    if (step !== undefined) this.step(key, e, step);
+  }
+
+  private step(key: string, e: Record<string, unknown>, step: string): void {
+    const run = this.latest.get(key) ?? {
+      agent: oneLine(e.agent as string).slice(0, 64),
+      session: oneLine(e.session as string).slice(0, 64),
+      lastAt: e.at as number,
+      steps: [],
+    };
+    this.latest.delete(key); // re-inserted: the most recent last
+    run.lastAt = Math.max(run.lastAt, e.at as number);
+    run.steps.push(step);
+    if (run.steps.length > STEPS_PER_RUN) run.steps.shift();
+    this.latest.set(key, run);
+    if (this.latest.size > RUNS_LISTED) {
+      const oldest = this.latest.keys().next().value;
+      if (oldest !== undefined) this.latest.delete(oldest);
     }
   }
 
@@ -245,6 +282,7 @@ class WatchdogTally {
         })
         .sort((a, b) => tierRank(a.tier) - tierRank(b.tier) || a.tier.localeCompare(b.tier)),
       gaveUp: this.gaveUp,
+      runs: [...this.latest.values()].reverse(),
     };
   }
 }
@@ -273,26 +311,47 @@ export class ReviewBuilder {
   private readonly redacted = new Map<string, string>();
   private readonly watchdog = new WatchdogTally();
   private readonly suggester = new RuleSuggester();
+  private readonly series = new SeriesTally();
+  private readonly byAgent = new BreakdownTally();
+  private readonly byTool = new BreakdownTally();
+  private unknown = 0;
+  private recovered = 0;
+  /** Valid lines dated outside the period. */
+  private outside = 0;
+  private unrecoveredTotal = 0;
+  /** The latest unrecovered incidents, oldest first (a ring would do; 50 shifts are cheap). */
+  private readonly unrecovered: Unrecovered[] = [];
+
+  /** `period`: only events from `sinceMs` (inclusive) to `untilMs` (exclusive) are reviewed. */
+  constructor(private readonly period: { sinceMs?: number; untilMs?: number } = {}) {}
 
   /** Adds one line of JSONL; `where` names it in a complaint (`line 7`). */
   addLine(line: string, where: string): void {
-    if (line.trim() === "") return;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch {
-      this.reject(where, "not JSON");
-      return;
-    }
+    const value = parseLine(line);
+    if (value === BLANK) return;
+    if (value === NOT_JSON) this.reject(where, "not JSON");
+    else this.addValue(value, where);
+  }
+
+  /** Adds one parsed line: an event or a watchdog line of the period, else a complaint. */
+  addValue(value: unknown, where: string): void {
     if (isWatchdogLine(value)) {
       const problem = watchdogProblem(value);
       if (problem !== undefined) this.reject(where, `watchdog event: ${problem}`);
-      else this.watchdog.add(value);
+      else if (this.inPeriod(value.at as number)) this.watchdog.add(value);
       return;
     }
     const problem = eventProblem(value);
     if (problem !== undefined) this.reject(where, problem);
-    else this.add(value as RecoveryEvent);
+    else if (this.inPeriod((value as RecoveryEvent).at)) this.add(value as RecoveryEvent);
+  }
+
+  /** Whether `at` is in the period reviewed; counts the lines left out for being outside. */
+  private inPeriod(at: number): boolean {
+    const { sinceMs = -Infinity, untilMs = Infinity } = this.period;
+    if (at >= sinceMs && at < untilMs) return true;
+    this.outside++;
+    return false;
   }
 
   /** Counts a line that is not an event (a line too long to read, for one). */
@@ -305,6 +364,13 @@ export class ReviewBuilder {
   /** Adds a validated event. */
   add(e: RecoveryEvent): void {
     this.events++;
+    const recovered = e.outcome === "recovered";
+    if (recovered) this.recovered++;
+    if (e.pattern === "UNKNOWN") this.unknown++;
+    this.series.add(e.at, e.pattern, recovered, e.costUsd);
+    this.byAgent.add(e.agent, e);
+    this.byTool.add(e.tool, e);
+    if (!recovered) this.keepUnrecovered(e);
     this.minAt = Math.min(this.minAt, e.at);
     this.maxAt = Math.max(this.maxAt, e.at);
     count(this.patterns, e.pattern);
@@ -331,6 +397,22 @@ export class ReviewBuilder {
     for (const s of e.steps) if (s.skipped == null) count(this.runs, s.strategy);
     if (e.outcome === "recovered" && typeof e.strategy === "string") count(this.wins, e.strategy);
     this.cost += e.costUsd;
+  }
+
+  private keepUnrecovered(e: RecoveryEvent): void {
+    this.unrecoveredTotal++;
+    this.unrecovered.push({
+      at: e.at,
+      agent: e.agent,
+      tool: e.tool,
+      pattern: e.pattern,
+      outcome: e.outcome,
+      error: this.redactOnce(e.error),
+      tried: e.steps.filter((s) => s.skipped == null).map((s) => s.strategy),
+    });
+    // Lines may come out of order (several files): keep the latest by time.
+    this.unrecovered.sort((a, b) => a.at - b.at);
+    if (this.unrecovered.length > UNRECOVERED_LISTED) this.unrecovered.shift();
   }
 
   private redactOnce(raw: string): string {
@@ -391,6 +473,27 @@ export class ReviewBuilder {
       costUsd: this.cost,
       costPerIncidentUsd: n ? this.cost / n : 0,
       watchdog: this.watchdog.review(),
+      series: this.series.series(
+        this.period.sinceMs ?? (n ? this.minAt : 0),
+        this.period.untilMs ?? (n ? this.maxAt + 1 : 0),
+      ),
+      mttrHistogram: (mttr?.histogram(MTTR_BINS_SECONDS) ?? MTTR_BINS_SECONDS.map(() => 0)).map(
+        (count, i) => ({ fromSeconds: MTTR_BINS_SECONDS[i] ?? 0, count }),
+      ),
+      byAgent: this.byAgent.breakdown(),
+      byTool: this.byTool.breakdown(),
+      unrecovered: { total: this.unrecoveredTotal, latest: [...this.unrecovered].reverse() },
+      period: {
+        ...(this.period.sinceMs !== undefined && {
+          since: new Date(this.period.sinceMs).toISOString(),
+        }),
+        ...(this.period.untilMs !== undefined && {
+          until: new Date(this.period.untilMs).toISOString(),
+        }),
+      },
+      outsidePeriod: this.outside,
+      autoRecoveryRate: n ? this.recovered / n : 0,
+      unknownShare: n ? this.unknown / n : 0,
       rules: this.suggester.suggest(
         n
           ? `selfheal report: ${new Date(this.minAt).toISOString()} to ${new Date(this.maxAt).toISOString()}`

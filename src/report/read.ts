@@ -1,5 +1,10 @@
 import { createReadStream } from "node:fs";
-import type { ReviewBuilder } from "./analyze.js";
+/** Where read lines go: a review, or the reviews of two periods. */
+export interface LineSink {
+  addLine(line: string, where: string): void;
+  /** A line that could not be read (too long). */
+  reject(where: string, problem: string): void;
+}
 
 /**
  * Longest line read, bytes: an event is well under 10 KB; a longer line (a binary file, a
@@ -15,7 +20,7 @@ const NEWLINE = 0x0a;
  */
 export async function readInto(
   file: string,
-  builder: ReviewBuilder,
+  builder: LineSink,
   label: string | undefined,
 ): Promise<void> {
   const where = (n: number) => (label === undefined ? `line ${n}` : `${label} line ${n}`);

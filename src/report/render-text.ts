@@ -1,9 +1,7 @@
 import { oneLine } from "../telemetry/redact.js";
 import type { Review } from "./analyze.js";
+import { change, formatTime, HEADLINE, pct, secs, usd } from "./format.js";
 import type { RuleFileRule, RuleSuggestions } from "./suggest-rules.js";
-
-const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
-const secs = (x: number | null) => (x === null ? "n/a" : `${x.toFixed(1)} s`);
 
 /**
  * Every cell comes from the log, which anyone who can write the file controls: control
@@ -23,14 +21,31 @@ function table(headers: string[], rows: (string | number)[][]): string {
   );
 }
 
+/** How to render: the previous period to compare with, the zone times are written in. */
+export interface RenderOptions {
+  previous?: Review | undefined;
+  /** IANA zone (default UTC). */
+  timeZone?: string;
+}
+
+/** Unrecovered incidents listed in the text (the page lists more). */
+const UNRECOVERED_IN_TEXT = 10;
+
 /** The review as terminal text. */
-export function renderText(r: Review): string {
+export function renderText(r: Review, options: RenderOptions = {}): string {
+  const zone = options.timeZone ?? "UTC";
+  const time = (iso: string | undefined) => (iso ? formatTime(Date.parse(iso), zone) : "");
   const out: string[] = [];
   const only =
     r.events === 0 && r.watchdog.events > 0 ? " (the log holds watchdog lines only)" : "";
-  out.push(
-    `Recovery review: ${r.events} incidents${r.from ? ` from ${r.from} to ${r.to ?? ""}` : ""}${only}`,
-  );
+  const span = r.period.since
+    ? ` in ${time(r.period.since)} to ${r.period.until ? time(r.period.until) : "now"}`
+    : r.from
+      ? ` from ${time(r.from)} to ${time(r.to)}`
+      : "";
+  out.push(`Recovery review: ${r.events} incidents${span}${only}`);
+  if (r.outsidePeriod)
+    out.push(`(${r.outsidePeriod} lines dated outside the period were left out)`);
   if (r.malformed) {
     out.push(`(${r.malformed} lines were not recovery events and were left out)`);
     for (const m of r.malformedSamples) out.push(`  ${oneLine(m)}`);
@@ -40,7 +55,8 @@ export function renderText(r: Review): string {
   const section = (title: string, headers: string[], rows: (string | number)[][]) => {
     out.push("", title, table(headers, rows));
   };
-  if (r.events > 0) recoverySections(r, out, section);
+  if (r.events > 0 || options.previous) headline(r, options.previous, section, time);
+  if (r.events > 0) recoverySections(r, out, section, time);
   const w = r.watchdog;
   if (w.events > 0) {
     section(
@@ -56,22 +72,63 @@ export function renderText(r: Review): string {
   return out.join("\n");
 }
 
-/** Patterns, tools, strategies, outcomes, MTTR and spend: the review of recovery events. */
+type Section = (title: string, headers: string[], rows: (string | number)[][]) => void;
+
+/** The headline figures, with the previous period's and the change when there is one. */
+function headline(
+  r: Review,
+  previous: Review | undefined,
+  section: Section,
+  time: (iso: string | undefined) => string,
+): void {
+  if (!previous) {
+    section(
+      "Headline",
+      ["figure", "value"],
+      HEADLINE.map((f) => [f.label, f.show(f.value(r))]),
+    );
+    return;
+  }
+  section(
+    `Headline, against the previous period (${time(previous.period.since)} to ${time(previous.period.until)})`,
+    ["figure", "value", "previous", "change"],
+    HEADLINE.map((f) => {
+      const now = f.value(r);
+      const before = f.value(previous);
+      return [f.label, f.show(now), f.show(before), change(now, before, f.direction, f.kind).text];
+    }),
+  );
+}
+
+/** Patterns, agents, tools, strategies, outcomes, what was not recovered, MTTR and spend. */
 function recoverySections(
   r: Review,
   out: string[],
-  section: (title: string, headers: string[], rows: (string | number)[][]) => void,
+  section: Section,
+  time: (iso: string) => string,
 ): void {
   section(
     "Top failure patterns",
     ["pattern", "incidents", "share"],
     r.patterns.map((p) => [p.pattern, p.incidents, pct(p.share)]),
   );
-  section(
-    "Per tool",
-    ["tool", "incidents", "UNKNOWN", "UNKNOWN share"],
-    r.tools.map((t) => [t.tool, t.incidents, t.unknown, pct(t.unknownShare)]),
-  );
+  const breakdown = (title: string, what: string, rows: Review["byAgent"]) => {
+    section(
+      title,
+      [what, "incidents", "auto-recovered", "MTTR p50", "MTTR p90", "spend", "UNKNOWN share"],
+      rows.map((b) => [
+        b.name,
+        b.incidents,
+        pct(b.autoRecoveryRate),
+        secs(b.mttrP50Seconds),
+        secs(b.mttrP90Seconds),
+        usd(b.costUsd),
+        pct(b.unknownShare),
+      ]),
+    );
+  };
+  breakdown("Per agent", "agent", r.byAgent);
+  breakdown("Per tool", "tool", r.byTool);
   for (const t of r.tools.filter((x) => x.samples.length)) {
     out.push(`  UNKNOWN texts of ${oneLine(t.tool)} (write rules for these):`);
     for (const s of t.samples)
@@ -93,10 +150,26 @@ function recoverySections(
       secs(o.p90Seconds),
     ]),
   );
+  if (r.unrecovered.total) {
+    const listed = r.unrecovered.latest.slice(0, UNRECOVERED_IN_TEXT);
+    section(
+      `Not recovered (${r.unrecovered.total}; the latest ${listed.length})`,
+      ["time", "agent", "tool", "pattern", "outcome", "tried", "error"],
+      listed.map((u) => [
+        time(new Date(u.at).toISOString()),
+        u.agent,
+        u.tool,
+        u.pattern,
+        u.outcome,
+        u.tried.join(" -> ") || "nothing",
+        u.error.slice(0, 80),
+      ]),
+    );
+  }
   out.push(
     "",
     `MTTR (recovered calls, ${r.mttrSeconds.count}): p50 ${secs(r.mttrSeconds.p50)}, p90 ${secs(r.mttrSeconds.p90)}, p99 ${secs(r.mttrSeconds.p99)}`,
-    `Recovery spend: $${r.costUsd.toFixed(4)} ($${r.costPerIncidentUsd.toFixed(4)} per incident)`,
+    `Recovery spend: ${usd(r.costUsd)} (${usd(r.costPerIncidentUsd)} per incident)`,
   );
 }
 
