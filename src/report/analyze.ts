@@ -47,8 +47,11 @@ export interface Review {
   mttrHistogram: { fromSeconds: number; count: number }[];
   byAgent: Breakdown[];
   byTool: Breakdown[];
-  /** The incidents no recovery answered (failed, escalated, out of budget), the latest first. */
-  unrecovered: { total: number; latest: Unrecovered[] };
+  /**
+   * The incidents no recovery answered (failed, escalated, out of budget), grouped when the same
+   * error on the same tool ended the same way: the latest groups first.
+   */
+  unrecovered: { total: number; groups: number; latest: Unrecovered[] };
   /** The period asked for (`--since`, `--until`), ISO; absent: the whole log. */
   period: { since?: string; until?: string };
   /** Valid lines left out: dated outside the period. */
@@ -59,9 +62,11 @@ export interface Review {
   unknownShare: number;
 }
 
-/** An incident no recovery answered, with what was tried: the page's list of escalations. */
+/** Incidents no recovery answered, alike: same agent, tool, pattern, outcome, error and steps. */
 export interface Unrecovered {
-  at: number;
+  firstAt: number;
+  lastAt: number;
+  count: number;
   agent: string;
   tool: string;
   pattern: string;
@@ -73,8 +78,9 @@ export interface Unrecovered {
 
 /** Lower edges of the MTTR histogram's bins, seconds (the last bin is open). */
 export const MTTR_BINS_SECONDS = [0, 1, 2, 5, 10, 30, 60, 120, 300, 600];
-/** Unrecovered incidents listed (all are counted). */
+/** Groups of unrecovered incidents listed, and kept (the least recent dropped past it). */
 const UNRECOVERED_LISTED = 50;
+const UNRECOVERED_KEPT = 200;
 
 /** What the watchdog did to long runs: verdicts entered, and each tier's results. */
 export interface WatchdogReview {
@@ -319,8 +325,8 @@ export class ReviewBuilder {
   /** Valid lines dated outside the period. */
   private outside = 0;
   private unrecoveredTotal = 0;
-  /** The latest unrecovered incidents, oldest first (a ring would do; 50 shifts are cheap). */
-  private readonly unrecovered: Unrecovered[] = [];
+  private unrecoveredGroups = 0;
+  private readonly unrecovered = new Map<string, Unrecovered>();
 
   /** `period`: only events from `sinceMs` (inclusive) to `untilMs` (exclusive) are reviewed. */
   constructor(private readonly period: { sinceMs?: number; untilMs?: number } = {}) {}
@@ -401,18 +407,35 @@ export class ReviewBuilder {
 
   private keepUnrecovered(e: RecoveryEvent): void {
     this.unrecoveredTotal++;
-    this.unrecovered.push({
-      at: e.at,
-      agent: e.agent,
-      tool: e.tool,
-      pattern: e.pattern,
-      outcome: e.outcome,
-      error: this.redactOnce(e.error),
-      tried: e.steps.filter((s) => s.skipped == null).map((s) => s.strategy),
+    const error = this.redactOnce(e.error);
+    const tried = e.steps.filter((s) => s.skipped == null).map((s) => s.strategy);
+    const key = JSON.stringify([e.agent, e.tool, e.pattern, e.outcome, error, tried]);
+    const group = this.unrecovered.get(key);
+    if (group) {
+      group.count++;
+      group.firstAt = Math.min(group.firstAt, e.at);
+      group.lastAt = Math.max(group.lastAt, e.at);
+      return;
+    }
+    this.unrecoveredGroups++;
+    const { agent, tool, pattern, outcome } = e;
+    this.unrecovered.set(key, {
+      firstAt: e.at,
+      lastAt: e.at,
+      count: 1,
+      agent,
+      tool,
+      pattern,
+      outcome,
+      error,
+      tried,
     });
-    // Lines may come out of order (several files): keep the latest by time.
-    this.unrecovered.sort((a, b) => a.at - b.at);
-    if (this.unrecovered.length > UNRECOVERED_LISTED) this.unrecovered.shift();
+    if (this.unrecovered.size > UNRECOVERED_KEPT) {
+      let oldest: [string, number] | undefined;
+      for (const [k, g] of this.unrecovered)
+        if (!oldest || g.lastAt < oldest[1]) oldest = [k, g.lastAt];
+      if (oldest) this.unrecovered.delete(oldest[0]);
+    }
   }
 
   private redactOnce(raw: string): string {
@@ -482,7 +505,13 @@ export class ReviewBuilder {
       ),
       byAgent: this.byAgent.breakdown(),
       byTool: this.byTool.breakdown(),
-      unrecovered: { total: this.unrecoveredTotal, latest: [...this.unrecovered].reverse() },
+      unrecovered: {
+        total: this.unrecoveredTotal,
+        groups: this.unrecoveredGroups,
+        latest: [...this.unrecovered.values()]
+          .sort((a, b) => b.lastAt - a.lastAt)
+          .slice(0, UNRECOVERED_LISTED),
+      },
       period: {
         ...(this.period.sinceMs !== undefined && {
           since: new Date(this.period.sinceMs).toISOString(),

@@ -248,11 +248,13 @@ function breakdownTable(
 function unrecoveredSection(r: Review, time: (ms: number) => string): string {
   const u = r.unrecovered;
   if (u.total === 0) return "<p>Every incident was recovered: nobody was paged.</p>";
-  return `<p>${u.total} incidents were not recovered (escalated to a human, failed, or stopped by the budget)${u.total > u.latest.length ? `; the latest ${u.latest.length}` : ""}:</p>
+  return `<p>${u.total} incidents were not recovered (escalated to a human, failed, or stopped by the budget), of ${u.groups} kinds (the same error on the same tool, ended the same way)${u.groups > u.latest.length ? `; the latest ${u.latest.length} kinds` : ""}:</p>
 ${table(
-  ["time", "agent", "tool", "pattern", "outcome", "tried", "error"],
+  ["last seen", "times", "first seen", "agent", "tool", "pattern", "outcome", "tried", "error"],
   u.latest.map((x) => [
-    escape(time(x.at)),
+    escape(time(x.lastAt)),
+    String(x.count),
+    escape(time(x.firstAt)),
     escape(x.agent),
     escape(x.tool),
     `<span style="color:${patternColor(x.pattern)}">${escape(x.pattern)}</span>`,

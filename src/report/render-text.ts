@@ -153,10 +153,11 @@ function recoverySections(
   if (r.unrecovered.total) {
     const listed = r.unrecovered.latest.slice(0, UNRECOVERED_IN_TEXT);
     section(
-      `Not recovered (${r.unrecovered.total}; the latest ${listed.length})`,
-      ["time", "agent", "tool", "pattern", "outcome", "tried", "error"],
+      `Not recovered (${r.unrecovered.total} incidents, ${r.unrecovered.groups} kinds; the latest ${listed.length})`,
+      ["last seen", "times", "agent", "tool", "pattern", "outcome", "tried", "error"],
       listed.map((u) => [
-        time(new Date(u.at).toISOString()),
+        time(new Date(u.lastAt).toISOString()),
+        u.count,
         u.agent,
         u.tool,
         u.pattern,
