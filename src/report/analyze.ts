@@ -339,17 +339,22 @@ export class ReviewBuilder {
     else this.addValue(value, where);
   }
 
-  /** Adds one parsed line: an event or a watchdog line of the period, else a complaint. */
-  addValue(value: unknown, where: string): void {
+  /**
+   * Adds one parsed line: an event or a watchdog line of the period, else (with `complain`) a
+   * complaint.
+   */
+  addValue(value: unknown, where: string, complain = true): void {
     if (isWatchdogLine(value)) {
       const problem = watchdogProblem(value);
-      if (problem !== undefined) this.reject(where, `watchdog event: ${problem}`);
-      else if (this.inPeriod(value.at as number)) this.watchdog.add(value);
+      if (problem !== undefined) {
+        if (complain) this.reject(where, `watchdog event: ${problem}`);
+      } else if (this.inPeriod(value.at as number)) this.watchdog.add(value);
       return;
     }
     const problem = eventProblem(value);
-    if (problem !== undefined) this.reject(where, problem);
-    else if (this.inPeriod((value as RecoveryEvent).at)) this.add(value as RecoveryEvent);
+    if (problem !== undefined) {
+      if (complain) this.reject(where, problem);
+    } else if (this.inPeriod((value as RecoveryEvent).at)) this.add(value as RecoveryEvent);
   }
 
   /** Whether `at` is in the period reviewed; counts the lines left out for being outside. */

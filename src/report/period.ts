@@ -46,7 +46,8 @@ export class PeriodReviews implements LineSink {
       return;
     }
     this.current.addValue(value, where);
-    this.previous?.addValue(value, where);
+    // A bad line is named once, in the period reviewed.
+    this.previous?.addValue(value, where, false);
   }
 
   reject(where: string, problem: string): void {

@@ -122,7 +122,7 @@ function timeLabels(bars: { at: number }[], bw: number, time: (ms: number) => st
   return picks
     .map((i, k) => {
       const anchor = k === 0 ? "start" : k === picks.length - 1 ? "end" : "middle";
-      const x = k === picks.length - 1 ? W : LEFT + i * bw;
+      const x = k > 0 && k === picks.length - 1 ? W : LEFT + i * bw;
       return `<text x="${x.toFixed(1)}" y="${PLOT_H + 16}" class="tick" text-anchor="${anchor}">${escape(time(bars[i]?.at ?? 0))}</text>`;
     })
     .join("");

@@ -5,6 +5,7 @@
  */
 
 const HOUR = 3_600_000;
+const WEEK = 168 * HOUR;
 /** Bars drawn at most: wider bars (whole hours, then days) past that. */
 export const MAX_BARS = 84;
 /** Bar widths tried in turn, ms: the first that fits the period in MAX_BARS. */
@@ -63,7 +64,8 @@ export class SeriesTally {
   series(fromMs: number, toMs: number): Series {
     const first = Math.floor(fromMs / HOUR) * HOUR;
     const span = Math.max(HOUR, toMs - first);
-    const widthMs = WIDTHS.find((w) => span / w <= MAX_BARS) ?? WIDTHS[WIDTHS.length - 1] ?? HOUR;
+    const widthMs =
+      WIDTHS.find((w) => span / w <= MAX_BARS) ?? Math.ceil(span / MAX_BARS / WEEK) * WEEK;
     const count = Math.max(1, Math.ceil(span / widthMs));
     const bars = Array.from({ length: count }, (_, i) => ({
       at: first + i * widthMs,

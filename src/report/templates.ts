@@ -17,7 +17,7 @@ export const WILDCARD = "<*>";
  * the first that matches the whole word wins.
  */
 const VARIABLE_WORDS: readonly RegExp[] = [
-  /^REDACTED[A-Z_]*$/, // what redact() replaced (`[REDACTED_KEY]`, its brackets cut as edges)
+  /REDACTED/, // what redact() replaced, alone (`[REDACTED_KEY]`) or as a value (`password=[REDACTED]`)
   /^["'`].*["'`]$/, // a quoted value
   /^[a-z][a-z0-9+.-]*:\/\/\S+$/i, // a URL
   /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, // a UUID

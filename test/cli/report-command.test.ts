@@ -17,6 +17,8 @@ import { dirname, join, relative } from "node:path";
 import { Readable } from "node:stream";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ioProblem, report } from "../../src/cli/report.js";
+import { readRuleFile } from "../../src/diagnosis/rule-file.js";
+import { compileRules } from "../../src/diagnosis/rules.js";
 import { line, watchdogLine } from "./event-lines.js";
 import { captured, cli, tempDir } from "./in-process.js";
 
@@ -49,6 +51,8 @@ const put = (file: string, text: string) => {
 };
 
 const DAY = (d: number) => new Date(Date.UTC(2026, 0, d)).toISOString();
+/** Day `d` of January 2026 at midnight as the review's text shows it (UTC by default). */
+const SHOWN = (d: number) => `2026-01-${String(d).padStart(2, "0")} 00:00 UTC`;
 const at = (d: number) => ({ at: Date.UTC(2026, 0, d) });
 
 /** A usage error: exit 2, nothing on stdout, exactly this line on stderr. */
@@ -118,7 +122,7 @@ describe("selfheal report (in process): the files read", () => {
     expect(out.stderr).toBe("");
     const lines = out.stdout.split("\n");
     expect(lines.slice(0, 3)).toEqual([
-      `Recovery review: 2 incidents from ${DAY(1)} to ${DAY(2)}`,
+      `Recovery review: 2 incidents from ${SHOWN(1)} to ${SHOWN(2)}`,
       "(1 lines were not recovery events and were left out)",
       "  line 2: not JSON",
     ]);
@@ -136,7 +140,7 @@ describe("selfheal report (in process): the files read", () => {
     const out = await cli("report", base);
     expect(out.exitCode).toBe(0);
     expect(out.stdout.split("\n").slice(0, 3)).toEqual([
-      `Recovery review: 3 incidents from ${DAY(1)} to ${DAY(3)}`,
+      `Recovery review: 3 incidents from ${SHOWN(1)} to ${SHOWN(3)}`,
       "(1 lines were not recovery events and were left out)",
       `  ${base}.1 line 2: not JSON`,
     ]);
@@ -178,7 +182,7 @@ describe("selfheal report (in process): the files read", () => {
     const out = await cli("report", a, b);
     expect(out.exitCode).toBe(0);
     expect(out.stdout.split("\n").slice(0, 3)).toEqual([
-      `Recovery review: 1 incidents from ${DAY(5)} to ${DAY(5)}`,
+      `Recovery review: 1 incidents from ${SHOWN(5)} to ${SHOWN(5)}`,
       "(1 lines were not recovery events and were left out)",
       `  ${a} line 1: not JSON`,
     ]);
@@ -373,5 +377,145 @@ describe("selfheal report --html (in process)", () => {
     const out = await captured(() => report([file, "--html", html]));
     expect(out.threw).toBe(true);
     expect(() => readFileSync(html)).toThrow(/ENOENT/);
+  });
+});
+
+describe("selfheal report --suggest-rules (in process)", () => {
+  /** A log of UNKNOWN texts: one wording three times (a rule), one named by nothing. */
+  const unknownLog = (dir: string) =>
+    put(
+      join(dir, "log.jsonl"),
+      [
+        ...[1, 2, 3].map((i) =>
+          line({ ...at(i), error: `Request budget spent, retry in ${i}s`, outcome: "recovered" }),
+        ),
+        line({ ...at(4), error: "the sky is green" }),
+        line({ ...at(5), pattern: "RATE_LIMIT", error: "rate limited" }),
+      ].join("\n") + "\n",
+    );
+
+  it("prints the proposals after the review, writes the rule file and says where", async () => {
+    const dir = folder();
+    const file = unknownLog(dir);
+    const out = join(dir, "rules.json");
+    const run = await cli("report", file, "--suggest-rules", out);
+    expect(run.exitCode).toBe(0);
+    expect(run.stderr).toBe("");
+    expect(run.stdout.startsWith("Recovery review: 5 incidents")).toBe(true);
+    const tail = run.stdout.slice(run.stdout.indexOf("\nSuggested rules:") + 1);
+    expect(tail.split("\n")[0]).toBe("Suggested rules: 1 from 4 UNKNOWN texts");
+    expect(tail).toMatch(/^rule +pattern +evidence +samples +first seen +last seen +match *$/m);
+    expect(tail).toMatch(
+      /^suggested-rate-limit-1 +RATE_LIMIT +wording: wording "budget" +3 +2026-01-01T00:00:00\.000Z +2026-01-03T00:00:00\.000Z +\/Request\\W\+budget\\W\+spent\\W\+retry\\W\+in\/i *$/m,
+    );
+    expect(tail).toContain("Templates with no pattern to propose");
+    expect(tail).toContain("  - the sky is green (x1)");
+    expect(run.stdout.endsWith(`\n\nwrote ${out}\n`)).toBe(true);
+
+    const text = readFileSync(out, "utf8");
+    expect(text.endsWith("}\n")).toBe(true);
+    const written = JSON.parse(text) as { version: number; source: string; rules: unknown[] };
+    expect(written).toMatchObject({
+      version: 1,
+      source: `selfheal report: ${DAY(1)} to ${DAY(5)}`,
+      rules: [
+        {
+          name: "suggested-rate-limit-1",
+          pattern: "RATE_LIMIT",
+          confidence: 0.6,
+          match: { message: ["Request\\W+budget\\W+spent\\W+retry\\W+in"] },
+          evidence: { samples: 3, recovered: 3, tools: ["lookup"] },
+        },
+      ],
+    });
+    // The file is one createSelfHealing loads.
+    const rules = readRuleFile(out);
+    expect(compileRules(rules).map((r) => r.name)).toEqual(["suggested-rate-limit-1"]);
+  });
+
+  it("with --html too: both written, the page first; without the flag, no proposals", async () => {
+    const dir = folder();
+    const file = unknownLog(dir);
+    const html = join(dir, "r.html");
+    const out = join(dir, "rules.json");
+    const both = await cli("report", file, "--suggest-rules", out, "--html", html);
+    expect(both.exitCode).toBe(0);
+    expect(both.stdout.endsWith(`\n\nwrote ${html}\n\nwrote ${out}\n`)).toBe(true);
+    expect(readFileSync(html, "utf8")).toMatch(/^<!doctype html>/i);
+    expect(JSON.parse(readFileSync(out, "utf8"))).toMatchObject({ version: 1 });
+    const plain = await cli("report", file);
+    expect(plain.stdout).not.toContain("Suggested rules:");
+  });
+
+  it("a log with no UNKNOWN text: an empty rule file, said so", async () => {
+    const dir = folder();
+    const file = put(join(dir, "log.jsonl"), `${line({ pattern: "TIMEOUT" })}\n`);
+    const out = join(dir, "rules.json");
+    const run = await cli("report", file, "--suggest-rules", out);
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toContain("\nSuggested rules: 0 from 0 UNKNOWN texts\n");
+    expect(readRuleFile(out)).toEqual([]);
+  });
+
+  it.each([
+    [
+      "the target's folder is missing",
+      (dir: string) => [join(dir, "no", "rules.json")],
+      (dir: string) =>
+        `cannot write ${join(dir, "no", "rules.json")}: folder ${join(dir, "no")}: no such file (ENOENT)`,
+    ],
+    [
+      "the target is a folder",
+      (dir: string) => {
+        mkdirSync(join(dir, "sub"));
+        return [join(dir, "sub")];
+      },
+      (dir: string) => `cannot write ${join(dir, "sub")}: is a folder (EISDIR)`,
+    ],
+    [
+      "the target is the input file",
+      (dir: string) => [join(dir, "log.jsonl")],
+      (dir: string) =>
+        `refusing to write the rule file over the input file ${join(dir, "log.jsonl")}`,
+    ],
+    [
+      "the target is a hard link to the input",
+      (dir: string) => {
+        linkSync(join(dir, "log.jsonl"), join(dir, "hard.json"));
+        return [join(dir, "hard.json")];
+      },
+      (dir: string) =>
+        `refusing to write the rule file over the input file ${join(dir, "log.jsonl")}`,
+    ],
+    [
+      "the same path as --html",
+      (dir: string) => [join(dir, "out"), "--html", join(dir, ".", "out")],
+      () => "--html and --suggest-rules name the same file",
+    ],
+  ])("%s: exit 2, one line, nothing written", async (_, args, message) => {
+    const dir = folder();
+    const content = `${line()}\n`;
+    const file = put(join(dir, "log.jsonl"), content);
+    await expectUsage([file, "--suggest-rules", ...args(dir)], message(dir));
+    expect(readFileSync(file, "utf8")).toBe(content);
+    expect(() => readFileSync(join(dir, "out"))).toThrow(/ENOENT/);
+  });
+
+  it("--suggest-rules without its value: exit 2, one line", async () => {
+    const out = await cli("report", "a.jsonl", "--suggest-rules");
+    expect(out.exitCode).toBe(2);
+    expect(out.stdout).toBe("");
+    expect(out.stderr).toMatch(
+      /^selfheal: Option '--suggest-rules <value>' argument missing[^\n]*\n$/,
+    );
+  });
+
+  it("the help lists the flag", async () => {
+    const out = await cli("report", "--help");
+    expect(out.exitCode).toBe(0);
+    const [usage] = out.stdout.split("\n\n");
+    expect(usage).toMatch(/^Usage: selfheal report /);
+    expect(usage).toContain("[--suggest-rules OUT.json]");
+    expect(out.stdout).toMatch(/^ {2}--suggest-rules OUT\.json +group the UNKNOWN texts/m);
   });
 });

@@ -4,7 +4,11 @@ import { chmod, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Locator, Page } from "playwright-core";
 import { createSelfHealing } from "../../src/index.js";
+import { LONG_RUNS, runLongRuns } from "../../src/sim/long-runs.js";
+import { runScenario } from "../../src/sim/run.js";
+import { SCENARIOS } from "../../src/sim/scenarios.js";
 import { FailureInjector, VirtualClock } from "../../src/testing/index.js";
 import { line } from "./event-lines.js";
 
@@ -57,6 +61,40 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
+/** Opens the page in headless Chromium, no network, and hands the tab to `look`. */
+async function inChromium(html: string, look: (tab: Page) => Promise<void>): Promise<void> {
+  const { chromium } = await import("playwright-core");
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+  try {
+    const tab = await browser.newPage({ viewport: { width: 1000, height: 800 } });
+    await tab.goto(`file://${html}`);
+    await look(tab);
+  } finally {
+    await browser.close();
+  }
+}
+
+/** The boxes of what `locator` finds, drawn ones only. */
+async function boxes(locator: Locator): Promise<{ width: number; height: number }[]> {
+  const found: { width: number; height: number }[] = [];
+  for (let i = 0; i < (await locator.count()); i++) {
+    const box = await locator.nth(i).boundingBox();
+    if (box) found.push(box);
+  }
+  return found;
+}
+
 const selfheal = (...args: string[]) =>
   spawnSync(process.execPath, ["dist/cli/main.js", ...args], { encoding: "utf8", timeout: 30_000 });
 
@@ -67,7 +105,9 @@ describe("selfheal report (built CLI)", () => {
     expect(out.stdout).toContain("Recovery review: 5 incidents");
     expect(out.stdout).toContain("(1 lines were not recovery events and were left out)");
     expect(out.stdout).toMatch(/RATE_LIMIT\s+3\s+60\.0%/);
-    expect(out.stdout).toMatch(/lookup\s+2\s+2\s+100\.0%/);
+    // Per tool: incidents, auto-recovered, MTTR p50 and p90, spend, UNKNOWN share.
+    expect(out.stdout).toMatch(/^lookup\s+2\s+0\.0%\s+n\/a\s+n\/a\s+\$\d\.\d{4}\s+100\.0%$/m);
+    expect(out.stdout).toMatch(/^search\s+3\s+100\.0%\s+5\.\d s\s+5\.\d s\s+\$\d\.\d{4}\s+0\.0%$/m);
     expect(out.stdout).toContain("flux capacitor <misaligned> for [REDACTED_EMAIL]");
     // Each 429 (no Retry-After) waits out the route's 5 s cooldown, then one retry answers;
     // the UNKNOWN lookups get their one retry too, which fails.
@@ -100,39 +140,151 @@ describe("selfheal report (built CLI)", () => {
       const page = await readFile(html, "utf8");
       expect(page).not.toMatch(/<script|<link|https?:\/\//); // nothing to fetch: no CDN, no script
       expect(page).toContain("flux capacitor &lt;misaligned&gt;");
-      const { chromium } = await import("playwright-core");
-      const browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        args: [
-          "--no-sandbox",
-          "--disable-gpu",
-          "--disable-quic",
-          "--no-first-run",
-          "--disable-background-networking",
-          "--disable-component-update",
-          "--disable-sync",
-        ],
-      });
-      try {
-        const tab = await browser.newPage();
-        await tab.goto(`file://${html}`);
+      await inChromium(html, async (tab) => {
+        // Incidents by pattern, the recovery rate and the spend per incident, the MTTR histogram.
         const charts = tab.locator("svg.chart");
-        expect(await charts.count()).toBe(3);
-        for (let c = 0; c < 3; c++) {
-          const bars = charts.nth(c).locator("rect.bar");
-          const n = await bars.count();
-          expect(n).toBeGreaterThan(0);
-          for (let b = 0; b < n; b++)
-            expect((await bars.nth(b).boundingBox())?.width).toBeGreaterThan(0);
+        expect(await charts.count()).toBe(4);
+        const bars = tab.locator("#over-time svg.chart rect");
+        expect(await bars.count()).toBeGreaterThan(0);
+        for (const box of await boxes(bars)) {
+          expect(box.width).toBeGreaterThan(0);
+          expect(box.height).toBeGreaterThan(0);
         }
-        await tab.screenshot({ path: join(dir, "review.png") });
-      } finally {
-        await browser.close();
-      }
+        await tab.screenshot({ path: join(dir, "review.png"), fullPage: true });
+      });
     },
     60_000,
   );
 });
+
+/**
+ * The simulator's days in one log, as `scripts/review-week.ts` plays them: a rate-limit storm the
+ * week before, wording drift (UNKNOWN texts: rules to suggest) and a bad-request storm (incidents
+ * no recovery answers) this week, then the long runs' night (the watchdog's lines).
+ */
+describe.skipIf(!haveChromium)(
+  "selfheal report --html of the simulator's week, in Chromium",
+  () => {
+    const DAY = 86_400_000;
+    const MONDAY = Date.UTC(2026, 10, 23, 9);
+    let html: string;
+    let stdout: string;
+
+    beforeAll(async () => {
+      const week = join(dir, "week.jsonl");
+      const days: [string, number][] = [
+        ["rate-limit-storm", MONDAY - 2 * DAY],
+        ["wording-drift", MONDAY],
+        ["bad-request-storm", MONDAY + DAY],
+      ];
+      for (const [name, startMs] of days) {
+        const scenario = SCENARIOS[name];
+        if (!scenario) throw new Error(`no scenario ${name}`);
+        await runScenario(scenario, { eventLog: week, startMs });
+      }
+      await runLongRuns(LONG_RUNS, { eventLog: week, startMs: MONDAY + 2 * DAY + 11 * 3_600_000 });
+      html = join(dir, "week.html");
+      const out = selfheal(
+        "report",
+        week,
+        "--since",
+        "2026-11-23",
+        "--until",
+        "2026-11-27",
+        "--compare-previous",
+        "--tz",
+        "Europe/Paris",
+        "--html",
+        html,
+      );
+      expect(out.stderr).toBe("");
+      expect(out.status).toBe(0);
+      stdout = out.stdout;
+    }, 120_000);
+
+    it("the terminal compares the week with the one before, in the zone asked for", () => {
+      expect(stdout).toMatch(
+        /^Recovery review: \d+ incidents in 2026-11-23 01:00 GMT\+1 to 2026-11-27 01:00 GMT\+1$/m,
+      );
+      expect(stdout).toContain(
+        "Headline, against the previous period (2026-11-19 01:00 GMT+1 to 2026-11-23 01:00 GMT+1)",
+      );
+      expect(stdout).toMatch(/^incidents\s+\d+\s+\d+\s+[+-]\d+ \([+-][\d.]+%\)$/m);
+      expect(stdout).toMatch(/lines dated outside the period were left out/);
+      expect(stdout).not.toContain("were not recovery events");
+    });
+
+    it("every section is on the page, visible and filled: charts drawn, tables with rows", async () => {
+      await inChromium(html, async (tab) => {
+        expect(await tab.locator("p.sub").textContent()).toContain("Times in Europe/Paris.");
+        expect(await tab.locator("p.sub").textContent()).toContain("Compared with 2026-11-19");
+        for (const id of [
+          "headline",
+          "over-time",
+          "recovery-over-time",
+          "mttr",
+          "agents",
+          "tools",
+          "unrecovered",
+          "outcomes",
+          "watchdog",
+          "suggested-rules",
+        ]) {
+          const section = tab.locator(`section#${id}`);
+          expect(await section.count(), id).toBe(1);
+          expect(await section.isVisible(), id).toBe(true);
+          expect((await section.innerText()).trim().length, id).toBeGreaterThan(20);
+          const box = await section.boundingBox();
+          expect(box?.height ?? 0, id).toBeGreaterThan(40);
+        }
+        // Each headline card says what the figure was the week before.
+        expect(await tab.locator("#headline .card").count()).toBe(8);
+        expect(await tab.locator("#headline .card .was").count()).toBe(8);
+        // Bars of incidents, stacked by pattern: drawn, some tall.
+        const heights = (await boxes(tab.locator("#over-time svg rect"))).map((b) => b.height);
+        expect(heights.length).toBeGreaterThan(1);
+        expect(Math.max(...heights)).toBeGreaterThan(10);
+        // Two lines over time, each with its dots.
+        const paths = tab.locator("#recovery-over-time svg path");
+        expect(await paths.count()).toBe(2);
+        for (let i = 0; i < 2; i++) {
+          expect(await paths.nth(i).getAttribute("d")).toMatch(/^M[\d.]+ [\d.]+/);
+          expect((await paths.nth(i).boundingBox())?.width).toBeGreaterThan(0);
+        }
+        expect(await tab.locator("#recovery-over-time svg circle").count()).toBeGreaterThan(2);
+        // The MTTR histogram: ten bins, some filled, the percentiles marked.
+        const bins = await boxes(tab.locator("#mttr svg rect"));
+        expect(bins).toHaveLength(10);
+        expect(bins.some((b) => b.height > 10)).toBe(true);
+        expect(await tab.locator("#mttr svg line.mark").count()).toBe(3);
+        // Tables: a row at least each, the comparison column where it belongs.
+        for (const table of [
+          "#agents table",
+          "#tools table",
+          "#unrecovered table.unrecovered",
+          "#outcomes table.outcomes",
+          "#outcomes table.strategies",
+          "#watchdog table.watchdog",
+          "#watchdog table.runs",
+          "#suggested-rules table.rules",
+        ]) {
+          const rows = tab.locator(`${table} tbody tr`);
+          expect(await rows.count(), table).toBeGreaterThan(0);
+          expect(await rows.first().isVisible(), table).toBe(true);
+        }
+        expect(await tab.locator("#agents th").last().textContent()).toBe("incidents change");
+        // Times in the zone: the unrecovered list's and the watchdog's.
+        expect(await tab.locator("#unrecovered tbody tr td").first().textContent()).toMatch(
+          /^2026-11-2\d \d\d:\d\d GMT\+1$/,
+        );
+        expect(await tab.locator("#watchdog table.runs tbody tr td").first().textContent()).toMatch(
+          /^2026-11-2\d \d\d:\d\d GMT\+1$/,
+        );
+        await tab.screenshot({ path: join(dir, "week.png"), fullPage: true });
+      });
+    }, 60_000);
+  },
+);
 
 /** Each run: exit code 2 or 0, never a stack trace. */
 const noStack = (out: ReturnType<typeof selfheal>) => {
@@ -287,7 +439,7 @@ describe("selfheal report on bad input (built CLI)", () => {
     const out = selfheal("report", base);
     expect(out.status).toBe(0);
     expect(out.stdout).toContain(
-      "Recovery review: 3 incidents from 2026-01-01T00:00:00.000Z to 2026-01-03T00:00:00.000Z",
+      "Recovery review: 3 incidents from 2026-01-01 00:00 UTC to 2026-01-03 00:00 UTC",
     );
     expect(out.stdout).toContain(`${base}.1 line 2: not JSON`);
     const two = selfheal("report", base, `${base}.2`);
@@ -306,9 +458,10 @@ describe("selfheal demo --event-log, then report (built CLI)", () => {
     expect(out.status).toBe(0);
     // The simulated hour ends as the demo runs: its events are dated in the hour before.
     const [, from, to] =
-      /^Recovery review: \d+ incidents from (\S+) to (\S+)/.exec(out.stdout) ?? [];
-    expect(Date.parse(from ?? "")).toBeGreaterThan(before - 2 * 3_600_000);
-    expect(Date.parse(to ?? "")).toBeLessThanOrEqual(Date.now());
+      /^Recovery review: \d+ incidents from (\S+ \S+) UTC to (\S+ \S+) UTC/.exec(out.stdout) ?? [];
+    const utc = (shown = "") => Date.parse(`${shown.replace(" ", "T")}Z`);
+    expect(utc(from)).toBeGreaterThan(before - 2 * 3_600_000);
+    expect(utc(to)).toBeLessThanOrEqual(Date.now());
     expect(out.stdout).not.toContain("were not recovery events");
     expect(out.stdout).toMatch(/^recovered\s+\d+/m);
   });

@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import {
   DurationSketch,
   eventProblem,
+  MTTR_BINS_SECONDS,
   ReviewBuilder,
   reviewText,
   watchdogProblem,
@@ -16,6 +17,32 @@ import { event, eventFields, watchdogLine } from "./events.js";
 const MAX_TIME = 8.64e15;
 const T0 = Date.UTC(2026, 0, 1);
 const HOUR = 3_600_000;
+const NO_WATCHDOG = { events: 0, sessions: 0, verdicts: [], tiers: [], gaveUp: 0, runs: [] };
+
+/** A bar of the series; `patterns` in the order expected. */
+const bar = (
+  at: number,
+  incidents: number,
+  recovered: number,
+  costUsd: number,
+  patterns: Record<string, number> = {},
+) => ({
+  at,
+  incidents,
+  recovered,
+  costUsd,
+  patterns: Object.entries(patterns).map(([pattern, n]) => ({ pattern, incidents: n })),
+});
+
+/** A kind of unrecovered incident seen once, by agent a. */
+const unrecovered = (
+  at: number,
+  tool: string,
+  pattern: string,
+  outcome: string,
+  error: string,
+  tried: string[],
+) => ({ firstAt: at, lastAt: at, count: 1, agent: "a", tool, pattern, outcome, error, tried });
 
 describe("eventProblem: what a recovery event is", () => {
   it("a valid event, with or without its optional fields, has no problem", () => {
@@ -89,7 +116,7 @@ describe("eventProblem: what a recovery event is", () => {
       expect(eventProblem(eventFields({ [key]: v })), String(v)).toBe(`${key} is not a number`);
   });
 
-  it.each(["confidence", "attempts", "wastedRetries", "failoverCostDifferentialUsd"])(
+  it.each(["confidence", "attempts", "wastedRetries", "failoverCostDifferentialUsd", "status"])(
     "%s, when present, is a finite number",
     (key) => {
       expect(eventProblem(eventFields({ [key]: undefined }))).toBeUndefined();
@@ -98,6 +125,14 @@ describe("eventProblem: what a recovery event is", () => {
         expect(eventProblem(eventFields({ [key]: v })), String(v)).toBe(`${key} is not a number`);
     },
   );
+
+  it("code, when present, is a string (an HTTP status is the number status)", () => {
+    expect(eventProblem(eventFields({ code: "quota_exceeded", status: 429 }))).toBeUndefined();
+    for (const code of [429, null, {}])
+      expect(eventProblem(eventFields({ code })), JSON.stringify(code)).toBe(
+        "code is not a string",
+      );
+  });
 });
 
 describe("watchdogProblem: what a watchdog line is", () => {
@@ -227,7 +262,23 @@ describe("ReviewBuilder", () => {
       mttrSeconds: { count: 0, p50: null, p90: null, p99: null },
       costUsd: 0,
       costPerIncidentUsd: 0,
-      watchdog: { events: 0, sessions: 0, verdicts: [], tiers: [], gaveUp: 0 },
+      watchdog: NO_WATCHDOG,
+      rules: {
+        file: { version: 1, source: "selfheal report", rules: [] },
+        unclassified: [],
+        texts: 0,
+        leftOut: 0,
+      },
+      // One empty bar, of an hour, from the epoch: nothing to draw.
+      series: { widthMs: HOUR, bars: [bar(0, 0, 0, 0)] },
+      mttrHistogram: MTTR_BINS_SECONDS.map((fromSeconds) => ({ fromSeconds, count: 0 })),
+      byAgent: [],
+      byTool: [],
+      unrecovered: { total: 0, groups: 0, latest: [] },
+      period: {},
+      outsidePeriod: 0,
+      autoRecoveryRate: 0,
+      unknownShare: 0,
     });
   });
 
@@ -373,7 +424,97 @@ describe("ReviewBuilder", () => {
       mttrSeconds: { count: 3, p50: 2, p90: 3, p99: 3 },
       costUsd: 1.5,
       costPerIncidentUsd: 0.25,
-      watchdog: { events: 0, sessions: 0, verdicts: [], tiers: [], gaveUp: 0 },
+      watchdog: NO_WATCHDOG,
+      rules: {
+        file: {
+          version: 1,
+          source: "selfheal report: 2026-01-01T00:00:00.000Z to 2026-01-01T06:00:00.000Z",
+          rules: [],
+        },
+        unclassified: [{ template: "disk full", samples: 2, examples: ["disk full"] }],
+        texts: 2,
+        leftOut: 0,
+      },
+      // Hours from the first event's to the last's, the quiet 04:00 one included.
+      series: {
+        widthMs: HOUR,
+        bars: [
+          bar(T0, 1, 1, 0.25, { RATE_LIMIT: 1 }),
+          bar(T0 + HOUR, 1, 1, 0.125, { RATE_LIMIT: 1 }),
+          bar(T0 + 2 * HOUR, 1, 0, 0.5, { UNKNOWN: 1 }),
+          bar(T0 + 3 * HOUR, 1, 1, 0.0625, { RATE_LIMIT: 1 }),
+          bar(T0 + 4 * HOUR, 0, 0, 0),
+          bar(T0 + 5 * HOUR, 1, 0, 0.5, { TIMEOUT: 1 }),
+          bar(T0 + 6 * HOUR, 1, 0, 0.0625, { UNKNOWN: 1 }),
+        ],
+      },
+      // Recovered in 1, 3 and 2 s: bins [1, 2) and [2, 5).
+      mttrHistogram: MTTR_BINS_SECONDS.map((fromSeconds) => ({
+        fromSeconds,
+        count: fromSeconds === 1 ? 1 : fromSeconds === 2 ? 2 : 0,
+      })),
+      byAgent: [
+        {
+          name: "a",
+          incidents: 6,
+          recovered: 3,
+          autoRecoveryRate: 0.5,
+          unknown: 2,
+          unknownShare: 1 / 3,
+          costUsd: 1.5,
+          mttrP50Seconds: 2,
+          mttrP90Seconds: 3,
+        },
+      ],
+      byTool: [
+        {
+          name: "lookup",
+          incidents: 3,
+          recovered: 3,
+          autoRecoveryRate: 1,
+          unknown: 0,
+          unknownShare: 0,
+          costUsd: 0.4375,
+          mttrP50Seconds: 2,
+          mttrP90Seconds: 3,
+        },
+        {
+          name: "fetch",
+          incidents: 2,
+          recovered: 0,
+          autoRecoveryRate: 0,
+          unknown: 2,
+          unknownShare: 1,
+          costUsd: 0.5625,
+          mttrP50Seconds: null,
+          mttrP90Seconds: null,
+        },
+        {
+          name: "search",
+          incidents: 1,
+          recovered: 0,
+          autoRecoveryRate: 0,
+          unknown: 0,
+          unknownShare: 0,
+          costUsd: 0.5,
+          mttrP50Seconds: null,
+          mttrP90Seconds: null,
+        },
+      ],
+      // The two fallbacks on fetch ran different strategies: two kinds. The latest first.
+      unrecovered: {
+        total: 3,
+        groups: 3,
+        latest: [
+          unrecovered(T0 + 6 * HOUR, "fetch", "UNKNOWN", "fallback", "disk full", ["retry_once"]),
+          unrecovered(T0 + 5 * HOUR, "search", "TIMEOUT", "failed", "boom", ["failover"]),
+          unrecovered(T0 + 2 * HOUR, "fetch", "UNKNOWN", "fallback", "disk full", ["backoff"]),
+        ],
+      },
+      period: {},
+      outsidePeriod: 0,
+      autoRecoveryRate: 0.5,
+      unknownShare: 1 / 3,
     });
   });
 
@@ -435,19 +576,15 @@ describe("ReviewBuilder", () => {
 
 describe("ReviewBuilder: watchdog lines", () => {
   it("verdicts, most entered first, then by name; tiers in the supervisor's order", () => {
+    const verdicts = (...names: string[]) =>
+      names.map((verdict) => watchdogLine({ kind: "verdict", verdict, reason: "r" }));
+    const tiers = (...names: string[]) =>
+      names.map((tier) => watchdogLine({ kind: "tier", tier, reason: "r" }));
     const r = reviewText(
       [
-        watchdogLine({ kind: "verdict", verdict: "stalled", reason: "r" }),
-        watchdogLine({ kind: "verdict", verdict: "looping", reason: "r" }),
-        watchdogLine({ kind: "verdict", verdict: "looping", reason: "r" }),
-        watchdogLine({ kind: "verdict", verdict: "dead", reason: "r" }),
+        ...verdicts("stalled", "looping", "looping", "dead"),
         // Unknown tiers (a newer version's) come after the known ones, by name.
-        watchdogLine({ kind: "tier", tier: "zeta", reason: "r" }),
-        watchdogLine({ kind: "tier", tier: "rotation", reason: "r" }),
-        watchdogLine({ kind: "tier", tier: "alpha", reason: "r" }),
-        watchdogLine({ kind: "tier", tier: "nudge", reason: "r" }),
-        watchdogLine({ kind: "tier", tier: "context_reset", reason: "r" }),
-        watchdogLine({ kind: "tier", tier: "nudge", reason: "r" }),
+        ...tiers("zeta", "rotation", "alpha", "nudge", "context_reset", "nudge"),
         watchdogLine({ kind: "tier_result", tier: "nudge", outcome: "recovered" }),
         watchdogLine({ kind: "tier_result", tier: "nudge", outcome: "failed" }),
         watchdogLine({ kind: "tier_result", tier: "rotation", outcome: "timed_out" }),
@@ -473,6 +610,26 @@ describe("ReviewBuilder: watchdog lines", () => {
         { tier: "zeta", runs: 1, recovered: 0, failed: 0, successRate: 0 },
       ],
       gaveUp: 2,
+      // One run (agent a, session s1): each verdict, result and give-up, in order; a tier
+      // started is not a step (its result is).
+      runs: [
+        {
+          agent: "a",
+          session: "s1",
+          lastAt: T0,
+          steps: [
+            "stalled",
+            "looping",
+            "looping",
+            "dead",
+            "nudge: recovered",
+            "nudge: failed",
+            "rotation: timed_out",
+            "gave up",
+            "gave up",
+          ],
+        },
+      ],
     });
   });
 
@@ -504,6 +661,165 @@ describe("ReviewBuilder: watchdog lines", () => {
       "line 1: watchdog event: reason is not a string",
       "line 2: watchdog event: at is not a time",
     ]);
-    expect(r.watchdog).toEqual({ events: 0, sessions: 0, verdicts: [], tiers: [], gaveUp: 0 });
+    expect(r.watchdog).toEqual(NO_WATCHDOG);
+  });
+});
+
+describe("ReviewBuilder: the period", () => {
+  const at = (h: number) => event({ at: T0 + h * HOUR });
+  const review = (lines: string[], period: { sinceMs?: number; untilMs?: number }) => {
+    const builder = new ReviewBuilder(period);
+    lines.forEach((l, i) => {
+      builder.addLine(l, `line ${i + 1}`);
+    });
+    return builder.review();
+  };
+
+  it("from since, included, to until, excluded; lines outside are counted, bad ones are bad", () => {
+    const r = review(
+      [
+        at(-1),
+        at(0),
+        at(3),
+        watchdogLine({ at: T0 + 4 * HOUR - 1, kind: "gave_up", reason: "r" }),
+        at(4),
+        watchdogLine({ at: T0 + 4 * HOUR, kind: "gave_up", reason: "r" }),
+        event({ at: T0 + HOUR, tool: 5 }),
+        "{",
+      ],
+      { sinceMs: T0, untilMs: T0 + 4 * HOUR },
+    );
+    expect([r.events, r.watchdog.events, r.outsidePeriod, r.malformed]).toEqual([2, 1, 3, 2]);
+    expect([r.from, r.to]).toEqual(["2026-01-01T00:00:00.000Z", "2026-01-01T03:00:00.000Z"]);
+    expect(r.period).toEqual({
+      since: "2026-01-01T00:00:00.000Z",
+      until: "2026-01-01T04:00:00.000Z",
+    });
+  });
+
+  it("the series spans the period, not the events: quiet hours at both ends", () => {
+    const r = review([at(2)], { sinceMs: T0, untilMs: T0 + 5 * HOUR });
+    expect(r.series).toEqual({
+      widthMs: HOUR,
+      bars: [
+        bar(T0, 0, 0, 0),
+        bar(T0 + HOUR, 0, 0, 0),
+        bar(T0 + 2 * HOUR, 1, 0, 0, { UNKNOWN: 1 }),
+        bar(T0 + 3 * HOUR, 0, 0, 0),
+        bar(T0 + 4 * HOUR, 0, 0, 0),
+      ],
+    });
+  });
+
+  it.each([
+    ["since only", { sinceMs: T0 + HOUR }, { since: "2026-01-01T01:00:00.000Z" }, 2, 1],
+    ["until only", { untilMs: T0 + HOUR }, { until: "2026-01-01T01:00:00.000Z" }, 1, 2],
+    ["no period", {}, {}, 3, 0],
+  ])("%s: the open end takes everything", (_, period, said, events, outside) => {
+    const r = review([at(0), at(1), at(2)], period);
+    expect([r.period, r.events, r.outsidePeriod]).toEqual([said, events, outside]);
+  });
+});
+
+describe("ReviewBuilder: incidents not recovered", () => {
+  const failed = (over: Record<string, unknown>) =>
+    event({ outcome: "escalated", steps: [{ strategy: "retry_once" }], ...over });
+
+  it("alike ones are one kind: counted, first and last seen whatever the order", () => {
+    const r = reviewText(
+      [
+        failed({ at: T0 + 2 * HOUR }),
+        failed({ at: T0 }),
+        event({ at: T0 + 9 * HOUR, outcome: "recovered" }), // not listed
+        // A skipped step is not tried: the same kind.
+        failed({
+          at: T0 + HOUR,
+          steps: [{ strategy: "failover", skipped: "no secondary" }, { strategy: "retry_once" }],
+        }),
+        failed({ at: T0 + 3 * HOUR, agent: "b" }),
+        failed({ at: T0 + 3 * HOUR, outcome: "budget_exhausted" }),
+        failed({ at: T0 + 3 * HOUR, steps: [] }),
+        failed({ at: T0 + 3 * HOUR, error: "password=hunter22" }),
+      ].join("\n"),
+    );
+    expect([r.unrecovered.total, r.unrecovered.groups]).toEqual([7, 5]);
+    expect(r.unrecovered.latest[4]).toEqual({
+      firstAt: T0,
+      lastAt: T0 + 2 * HOUR,
+      count: 3,
+      agent: "a",
+      tool: "lookup",
+      pattern: "UNKNOWN",
+      outcome: "escalated",
+      error: "boom",
+      tried: ["retry_once"],
+    });
+    expect(
+      r.unrecovered.latest
+        .slice(0, 4)
+        .map((u) => [u.agent, u.outcome, u.error, u.tried.join(","), u.count]),
+    ).toEqual([
+      ["b", "escalated", "boom", "retry_once", 1],
+      ["a", "budget_exhausted", "boom", "retry_once", 1],
+      ["a", "escalated", "boom", "", 1],
+      ["a", "escalated", "password=[REDACTED]", "retry_once", 1],
+    ]);
+  });
+
+  it("the latest 50 kinds are listed, 200 kept: one forgotten comes back as a new kind", () => {
+    const kinds = (n: number) =>
+      Array.from({ length: n }, (_, i) => failed({ at: T0 + i * HOUR, error: `e${i}` }));
+    const r = reviewText([...kinds(201), failed({ at: T0 + 999 * HOUR, error: "e0" })].join("\n"));
+    expect([r.unrecovered.total, r.unrecovered.groups]).toEqual([202, 202]);
+    expect(r.unrecovered.latest).toHaveLength(50);
+    expect(r.unrecovered.latest.map((u) => `${u.error} x${u.count}`).slice(0, 3)).toEqual([
+      "e0 x1",
+      "e200 x1",
+      "e199 x1",
+    ]);
+    expect(r.unrecovered.latest.at(-1)?.error).toBe("e152");
+  });
+});
+
+describe("ReviewBuilder: the watchdog's runs", () => {
+  const verdict = (session: string, v: string, at = T0) =>
+    watchdogLine({ session, at, kind: "verdict", verdict: v, reason: "r" });
+
+  it("a healthy or starting verdict is not a step; the most recently acted on first", () => {
+    const r = reviewText(
+      [
+        verdict("s1", "starting"),
+        verdict("s1", "stalled", T0 + 2),
+        verdict("s2", "healthy", T0 + 9),
+        verdict("s3", "looping", T0 + 1),
+        watchdogLine({ session: "s1", at: T0, kind: "tier_result", tier: "nudge", outcome: "x" }),
+      ].join("\n"),
+    );
+    expect(r.watchdog.sessions).toBe(3);
+    // s1 was acted on last (its tier result), though dated before its verdict: lastAt is the max.
+    expect(r.watchdog.runs).toEqual([
+      { agent: "a", session: "s1", lastAt: T0 + 2, steps: ["stalled", "nudge: x"] },
+      { agent: "a", session: "s3", lastAt: T0 + 1, steps: ["looping"] },
+    ]);
+  });
+
+  it("the last 20 steps of a run, the latest 100 runs; names one line of 64", () => {
+    const long = `${"s".repeat(70)}\n`;
+    const r = reviewText(
+      [
+        ...Array.from({ length: 25 }, (_, i) => verdict("s0", `v${i}`)),
+        ...Array.from({ length: 100 }, (_, i) => verdict(`r${i}`, "stalled")),
+        verdict(long, "stalled"),
+      ].join("\n"),
+    );
+    expect(r.watchdog.runs).toHaveLength(100);
+    expect(r.watchdog.runs[0]?.session).toBe("s".repeat(64));
+    expect(r.watchdog.runs.map((run) => run.session)).not.toContain("s0");
+    const again = reviewText(
+      Array.from({ length: 25 }, (_, i) => verdict("s0", `v${i}`)).join("\n"),
+    );
+    expect(again.watchdog.runs[0]?.steps).toEqual(
+      Array.from({ length: 20 }, (_, i) => `v${i + 5}`),
+    );
   });
 });

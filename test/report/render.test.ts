@@ -64,18 +64,25 @@ describe("report output from a hostile log", () => {
 
   it("HTML has every section the terminal has, the outcome breakdown and skipped lines included", () => {
     const html = renderHtml(review);
-    for (const section of [
-      "Top failure patterns",
-      "Per tool",
-      "UNKNOWN texts of",
-      "Strategies",
-      "Outcomes",
-      "MTTR (recovered calls, 1)",
-      "Recovery spend",
-      "line 6: costUsd is not a number",
-    ])
-      expect(html).toContain(section);
-    expect(html).toMatch(/<td>recovered<\/td><td>1<\/td>/);
+    const text = renderText(review);
+    // Each section of the terminal, and where the page has it.
+    for (const [title, id, shown] of [
+      ["Headline", "headline", '<div class="name">recovery spend</div>'],
+      ["Top failure patterns", "over-time", "RATE_LIMIT\\x1b[2J"],
+      ["Per agent", "agents", "<td>a</td><td>3</td>"],
+      ["Per tool", "tools", "<h3>UNKNOWN texts of lookup\\x1b[2J"],
+      ["Strategies", "outcomes", '<table class="strategies">'],
+      ["Outcomes", "outcomes", '<table class="outcomes">'],
+      ["Not recovered", "unrecovered", "2 incidents were not recovered"],
+      ["MTTR (recovered calls, 1)", "mttr", "MTTR of recovered calls: 1 recoveries"],
+    ] as const) {
+      expect(text).toMatch(new RegExp(`^${title.replace(/[()]/g, "\\$&")}`, "m"));
+      expect(new RegExp(`<section id="${id}">[\\s\\S]*?</section>`).exec(html)?.[0]).toContain(
+        shown,
+      );
+    }
+    expect(html).toContain("line 6: costUsd is not a number");
+    expect(html).toMatch(/<td><b style="color:#1a7f37">recovered<\/b><\/td><td>1<\/td>/);
   });
 });
 
@@ -170,6 +177,20 @@ describe("watchdog lines in the log (selfheal watch --event-log)", () => {
         { tier: "rotation", runs: 1, recovered: 0, failed: 0, successRate: 0 },
       ],
       gaveUp: 1,
+      runs: [
+        {
+          agent: "a",
+          session: "s2",
+          lastAt: Date.UTC(2026, 0, 1),
+          steps: ["session_dead", "gave up"],
+        },
+        {
+          agent: "a",
+          session: "s1",
+          lastAt: Date.UTC(2026, 0, 1),
+          steps: ["stalled", "nudge: failed", "context_reset: recovered"],
+        },
+      ],
     });
   });
 
@@ -186,7 +207,12 @@ describe("watchdog lines in the log (selfheal watch --event-log)", () => {
     expect(text).toMatch(/^context_reset\s+1\s+1\s+0\s+100\.0%$/m);
     expect(text).toContain("Gave up (restart intensity reached): 1");
     const html = renderHtml(review);
-    expect(html).toContain("<td>context_reset</td><td>1</td><td>1</td><td>0</td><td>100.0%</td>");
+    expect(html).toContain(
+      '<td>context_reset</td><td>1</td><td><span style="color:#1a7f37">1</span></td><td><span style="color:#cf222e">0</span></td><td>100.0%</td>',
+    );
+    expect(html).toContain(
+      '<td>s1</td><td><span class="step">stalled</span> → <span class="step bad">nudge: failed</span> → <span class="step good">context_reset: recovered</span></td>',
+    );
   });
 
   it("a log without watchdog lines has no watchdog section", () => {
