@@ -64,7 +64,7 @@ export interface RuleSuggestions {
 /** Statuses that name a pattern (as the default rules read them). */
 function patternOfStatus(status: number): Pattern | undefined {
   if (status === 429) return "RATE_LIMIT";
-  if (status === 408 || status === 504) return "TIMEOUT";
+  if (status === 408) return "TIMEOUT"; // 504 is the gateway's: SERVICE_DOWN, as the defaults
   if (status === 401 || status === 403) return "AUTH";
   if (status === 413) return "CONTEXT_LENGTH";
   if (status === 400 || status === 404 || status === 422) return "BAD_REQUEST";

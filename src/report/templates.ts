@@ -38,6 +38,11 @@ export function templateWords(text: string): string[] {
     if (raw === "") continue;
     const word = raw.replace(EDGE, "");
     if (word === "") continue;
+    // A text cut by redaction ends in "…": its last word is a part, not a word the error has.
+    if (word.endsWith("…")) {
+      words.push(WILDCARD);
+      continue;
+    }
     words.push(VARIABLE_WORDS.some((re) => re.test(word)) ? WILDCARD : word);
   }
   return words;

@@ -444,12 +444,6 @@ describe("diagnosis.ruleFile: every bad input is a config error at construction"
       'unknown pattern "QUOTA" (known: RATE_LIMIT,',
     ],
     [
-      "a rule named as one of the table's",
-      rule({ name: "http-429" }),
-      'diagnosis.rules["http-429"]',
-      "two rules have this name",
-    ],
-    [
       "a confidence out of range",
       rule({ confidence: 2 }),
       'diagnosis.rules["budget-spent"].confidence',
@@ -467,11 +461,21 @@ describe("diagnosis.ruleFile: every bad input is a config error at construction"
       'diagnosis.rules["budget-spent"].match.body',
       "unknown matcher field",
     ],
-  ])("%s: refused by the rule validator, naming the rule", (_, bad, field, problem) => {
-    const error = refusal({ ruleFile: ruleFileOf(bad) });
-    expect(error).toBeInstanceOf(SelfHealConfigError);
-    expect(error.field).toBe(field);
-    expect(error.message).toContain(problem);
+  ])(
+    "%s: refused by the rule validator, naming the file and the rule",
+    (_, bad, field, problem) => {
+      const path = ruleFileOf(bad);
+      const error = refusal({ ruleFile: path });
+      expect(error).toBeInstanceOf(SelfHealConfigError);
+      expect(error.field).toBe(FIELD);
+      expect(error.message).toContain(`${path}: \`${field}\`: ${problem}`);
+    },
+  );
+
+  it("a rule named as one of the table's: refused with the whole table", () => {
+    const error = refusal({ ruleFile: ruleFileOf(rule({ name: "http-429" })) });
+    expect(error.field).toBe('diagnosis.rules["http-429"]');
+    expect(error.message).toContain("two rules have this name");
   });
 
   it("two files with a rule of the same name", () => {

@@ -47,7 +47,7 @@ describe("a status every sample shares names the pattern (structured, 0.8)", () 
   it.each([
     [429, "RATE_LIMIT"],
     [408, "TIMEOUT"],
-    [504, "TIMEOUT"],
+    [504, "SERVICE_DOWN"], // the gateway's: as the default rules read it
     [401, "AUTH"],
     [403, "AUTH"],
     [413, "CONTEXT_LENGTH"],

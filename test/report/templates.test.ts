@@ -148,3 +148,15 @@ describe("templateRegex", () => {
     ).not.toThrow();
   });
 });
+
+describe("a text cut by redaction", () => {
+  it("its cut last word is masked: the rule matches the whole live error", () => {
+    const live = `Request budget spent: ${Array.from({ length: 120 }, (_, i) => `w${"abcdefghij"[i % 10]}x`).join(" ")}`;
+    const logged = `${live.slice(0, 511)}…`;
+    const m = new TemplateMiner();
+    m.add(logged, 0);
+    const re = new RegExp(templateRegex(m.templates()[0]?.words ?? []), "i");
+    expect(re.test(logged)).toBe(true);
+    expect(re.test(live)).toBe(true);
+  });
+});

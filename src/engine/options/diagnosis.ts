@@ -105,7 +105,19 @@ function withRuleFiles(table: unknown, ruleFile: unknown): unknown {
       "diagnosis.ruleFile",
       `expected a path or a list of paths, got ${show(ruleFile)}`,
     );
-  const fromFiles = paths.flatMap((path: string) => readRuleFile(path));
+  const fromFiles = paths.flatMap((path: string) => {
+    const rules = readRuleFile(path);
+    try {
+      compileRules(rules); // alone first: a bad rule is named with its file
+    } catch (error) {
+      if (!(error instanceof SelfHealConfigError)) throw error;
+      throw new SelfHealConfigError(
+        "diagnosis.ruleFile",
+        `${path}: ${error.message.replace(/^selfheal: invalid option /, "")}`,
+      );
+    }
+    return rules;
+  });
   return Array.isArray(table) ? [...(table as unknown[]), ...fromFiles] : table;
 }
 
