@@ -1,7 +1,8 @@
 /**
  * `selfheal report` on big event logs: writes logs of realistic recovery events (streamed to
  * disk in a temp folder, never held in memory; deleted after), runs the BUILT command
- * `node dist/cli/main.js report FILE` on each as a child process, and measures its wall time
+ * `node dist/cli/main.js report FILE` on each as a child process, with every section of the review
+ * (`--html`, `--suggest-rules`, a period with `--compare-previous`), and measures its wall time
  * and peak RSS (`/usr/bin/time -v` when present, else VmHWM from /proc/PID/status, polled).
  * Target: flat memory (the biggest log's peak RSS within 1.5x the smallest's) at >= 100 MB/s.
  *
@@ -15,6 +16,7 @@ import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { once } from "node:events";
 
+const FIRST_AT = Date.UTC(2026, 0, 1);
 const SIZES_MB = (process.env.REPORT_BENCH_MB ?? "100,1000").split(",").map(Number);
 const TIME = "/usr/bin/time";
 
@@ -22,6 +24,15 @@ const TOOLS = ["search", "lookup", "complete", "charge", "summarize", "fetch_pag
 const PATTERNS = ["TIMEOUT", "RATE_LIMIT", "SERVICE_DOWN", "UNKNOWN", "BAD_REQUEST", "AUTH"];
 const STRATEGIES = ["retry_once", "backoff_retry", "failover_to_secondary", "fallback"];
 const OUTCOMES = ["recovered", "recovered", "recovered", "failed", "escalated"];
+/** UNKNOWN wordings, each with a part that varies: the rule miner's templates. */
+const UNKNOWN_TEXTS = [
+  (n: number) => `upstream said: flux capacitor misaligned (code ${n % 50})`,
+  (n: number) => `Request budget spent for this minute, retry after ${n % 60}s`,
+  (n: number) => `backend shard-${n % 16} is rebalancing, request req_${n.toString(16)}x9 dropped`,
+  (n: number) => `model "gpt-${n % 5}" is warming up`,
+];
+const VERDICTS = ["healthy", "healthy", "stalled", "session_dead", "context_bloat"];
+const TIERS = ["nudge", "context_reset", "rotation"];
 
 /** A deterministic stream of plausible events (a small LCG: no Math.random, same every run). */
 function* events(): Generator<string> {
@@ -31,9 +42,26 @@ function* events(): Generator<string> {
     return seed / 2 ** 31;
   };
   const pick = <T>(list: readonly T[]): T => list[Math.floor(rand() * list.length)] as T;
-  let at = Date.UTC(2026, 0, 1);
+  let at = FIRST_AT;
   for (let i = 0; ; i++) {
     at += Math.floor(rand() * 5_000);
+    if (i % 50 === 49) {
+      // The watchdog's lines, in the same log as `selfheal watch --event-log` writes them.
+      const kind = pick(["verdict", "tier", "tier_result"] as const);
+      yield JSON.stringify({
+        type: "watchdog",
+        at,
+        agent: `agent-${i % 7}`,
+        session: `run-${Math.floor(i / 500)}`,
+        kind,
+        ...(kind === "verdict"
+          ? { verdict: pick(VERDICTS), reason: "no step for 300 s" }
+          : kind === "tier"
+            ? { tier: pick(TIERS), reason: "stalled" }
+            : { tier: pick(TIERS), outcome: pick(["recovered", "failed"]) }),
+      });
+      continue;
+    }
     const pattern = pick(PATTERNS);
     const outcome = pick(OUTCOMES);
     const strategy = pick(STRATEGIES);
@@ -44,7 +72,7 @@ function* events(): Generator<string> {
       taskId: `task-${i}`,
       error:
         pattern === "UNKNOWN"
-          ? `upstream said: flux capacitor misaligned (code ${Math.floor(rand() * 50)})`
+          ? pick(UNKNOWN_TEXTS)(Math.floor(rand() * 1e6))
           : `${pattern.toLowerCase()} from provider after ${Math.floor(rand() * 30_000)} ms`,
       pattern,
       confidence: Math.round(rand() * 100) / 100,
@@ -65,14 +93,19 @@ function* events(): Generator<string> {
   }
 }
 
-/** Writes about `mb` MB of events to `file`, streamed, honouring back-pressure. */
-async function generate(file: string, mb: number): Promise<number> {
+/** Writes about `mb` MB of events to `file`, streamed, honouring back-pressure; its time span. */
+async function generate(
+  file: string,
+  mb: number,
+): Promise<{ bytes: number; fromMs: number; toMs: number }> {
   const out = createWriteStream(file);
   const target = mb * 1_000_000;
   let bytes = 0;
   let batch: string[] = [];
+  let toMs = 0;
   for (const line of events()) {
     batch.push(line);
+    toMs = (JSON.parse(line) as { at: number }).at;
     bytes += line.length + 1;
     if (batch.length === 1000 || bytes >= target) {
       if (!out.write(`${batch.join("\n")}\n`)) await once(out, "drain");
@@ -82,7 +115,7 @@ async function generate(file: string, mb: number): Promise<number> {
   }
   out.end();
   await once(out, "finish");
-  return (await stat(file)).size;
+  return { bytes: (await stat(file)).size, fromMs: FIRST_AT, toMs };
 }
 
 interface Run {
@@ -92,9 +125,26 @@ interface Run {
   how: string;
 }
 
-/** Runs the built CLI on `file`; peak RSS from /usr/bin/time -v or polled VmHWM. */
-async function measure(file: string): Promise<Run> {
-  const args = ["dist/cli/main.js", "report", file];
+/**
+ * Runs the built CLI on `file` with every section; peak RSS from /usr/bin/time -v or polled
+ * VmHWM. The period is the log's second half, compared with its first.
+ */
+async function measure(file: string, fromMs: number, toMs: number): Promise<Run> {
+  const middle = Math.floor((fromMs + toMs) / 2);
+  const args = [
+    "dist/cli/main.js",
+    "report",
+    file,
+    "--since",
+    new Date(middle).toISOString(),
+    "--until",
+    new Date(toMs + 1).toISOString(),
+    "--compare-previous",
+    "--html",
+    `${file}.html`,
+    "--suggest-rules",
+    `${file}.rules.json`,
+  ];
   const useTime = existsSync(TIME);
   const started = performance.now();
   const child = useTime
@@ -129,9 +179,9 @@ try {
   for (const mb of SIZES_MB) {
     const file = join(dir, `events-${mb}mb.jsonl`);
     const genStart = performance.now();
-    const bytes = await generate(file, mb);
+    const { bytes, fromMs, toMs } = await generate(file, mb);
     const genSeconds = (performance.now() - genStart) / 1000;
-    const run = await measure(file);
+    const run = await measure(file, fromMs, toMs);
     await rm(file);
     const row = {
       sizeMb: Math.round(bytes / 1e5) / 10,

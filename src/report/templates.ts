@@ -48,6 +48,8 @@ export function templateWords(text: string): string[] {
   return words;
 }
 
+/** Distinct texts whose words are remembered (the cache is emptied when full). */
+const WORDS_CACHED = 1024;
 /** Share of positions on which a text must agree with a template to join it. */
 const SIMILARITY = 0.5;
 
@@ -83,6 +85,8 @@ export class TemplateMiner {
   private readonly maxTemplates: number;
   /** Texts that started a template after `maxTemplates` was reached: counted, not kept. */
   leftOut = 0;
+  /** Words of the texts seen lately: a log repeats its texts, and cutting them is the costly part. */
+  private readonly words = new Map<string, string[]>();
 
   constructor(options: MinerOptions = {}) {
     this.maxExamples = options.examples ?? 3;
@@ -98,7 +102,7 @@ export class TemplateMiner {
     at: number,
     facts: Record<string, string | number | undefined> = {},
   ): TemplateGroup | undefined {
-    const words = templateWords(text);
+    const words = this.wordsOf(text);
     const key = `${words.length} ${words[0] ?? ""}`;
     let bucket = this.index.get(key);
     if (!bucket) this.index.set(key, (bucket = []));
@@ -124,6 +128,16 @@ export class TemplateMiner {
     if (group.examples.length < this.maxExamples && !group.examples.includes(text))
       group.examples.push(text);
     return group;
+  }
+
+  private wordsOf(text: string): string[] {
+    let words = this.words.get(text);
+    if (words === undefined) {
+      if (this.words.size >= WORDS_CACHED) this.words.clear();
+      words = templateWords(text);
+      this.words.set(text, words);
+    }
+    return words;
   }
 
   /** The templates, the most frequent first (ties: the first seen first). */
