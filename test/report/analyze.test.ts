@@ -435,19 +435,15 @@ describe("ReviewBuilder", () => {
 
 describe("ReviewBuilder: watchdog lines", () => {
   it("verdicts, most entered first, then by name; tiers in the supervisor's order", () => {
+    const verdicts = (...names: string[]) =>
+      names.map((verdict) => watchdogLine({ kind: "verdict", verdict, reason: "r" }));
+    const tiers = (...names: string[]) =>
+      names.map((tier) => watchdogLine({ kind: "tier", tier, reason: "r" }));
     const r = reviewText(
       [
-        watchdogLine({ kind: "verdict", verdict: "stalled", reason: "r" }),
-        watchdogLine({ kind: "verdict", verdict: "looping", reason: "r" }),
-        watchdogLine({ kind: "verdict", verdict: "looping", reason: "r" }),
-        watchdogLine({ kind: "verdict", verdict: "dead", reason: "r" }),
+        ...verdicts("stalled", "looping", "looping", "dead"),
         // Unknown tiers (a newer version's) come after the known ones, by name.
-        watchdogLine({ kind: "tier", tier: "zeta", reason: "r" }),
-        watchdogLine({ kind: "tier", tier: "rotation", reason: "r" }),
-        watchdogLine({ kind: "tier", tier: "alpha", reason: "r" }),
-        watchdogLine({ kind: "tier", tier: "nudge", reason: "r" }),
-        watchdogLine({ kind: "tier", tier: "context_reset", reason: "r" }),
-        watchdogLine({ kind: "tier", tier: "nudge", reason: "r" }),
+        ...tiers("zeta", "rotation", "alpha", "nudge", "context_reset", "nudge"),
         watchdogLine({ kind: "tier_result", tier: "nudge", outcome: "recovered" }),
         watchdogLine({ kind: "tier_result", tier: "nudge", outcome: "failed" }),
         watchdogLine({ kind: "tier_result", tier: "rotation", outcome: "timed_out" }),
