@@ -1,7 +1,13 @@
 import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
 import type { Clock } from "../src/clock.js";
-import { DeadlineQueue, EXPIRE, type Expiring, withDeadline } from "../src/deadline.js";
+import {
+  type DeadlineOptions,
+  DeadlineQueue,
+  EXPIRE,
+  type Expiring,
+  withDeadline,
+} from "../src/deadline.js";
 import { isToolTimeoutError } from "../src/errors.js";
 import { VirtualClock } from "../src/testing/index.js";
 import { virtualInstance } from "./helpers/engine.js";
@@ -54,68 +60,65 @@ const deferred = <T>() => {
 
 const timeoutError = new Error("deadline");
 
-describe("withDeadline", () => {
-  it("the work's value when it comes first; the deadline is cancelled and never fires", async () => {
-    const clock = new VirtualClock();
-    const controller = new AbortController();
-    let asked = 0;
-    const result = await withDeadline(() => Promise.resolve("ok"), {
-      controller,
-      timeoutMs: 100,
-      timeoutError: () => (asked++, timeoutError),
-      clock,
-    });
-    expect(result).toBe("ok");
-    expect(clock.pendingTimers).toBe(0);
-    await clock.advance(1_000);
-    expect(controller.signal.aborted).toBe(false);
-    expect(asked).toBe(0);
+/** Starts `work` under withDeadline with a fresh controller: a 100 ms deadline unless `more` says otherwise. */
+function run<R>(work: () => R | Promise<R>, clock: Clock, more: Partial<DeadlineOptions> = {}) {
+  const controller = new AbortController();
+  const call = withDeadline(work, {
+    controller,
+    timeoutMs: 100,
+    timeoutError: () => timeoutError,
+    clock,
+    ...more,
   });
+  return { controller, call };
+}
 
-  it("the work's error when it comes first; the deadline is cancelled and never fires", async () => {
-    const clock = new VirtualClock();
-    const controller = new AbortController();
-    const failure = new Error("tool failed");
-    await expect(
-      withDeadline(() => Promise.reject(failure), {
-        controller,
-        timeoutMs: 100,
-        timeoutError: () => timeoutError,
-        clock,
-      }),
-    ).rejects.toBe(failure);
-    expect(clock.pendingTimers).toBe(0);
-    await clock.advance(1_000);
-    expect(controller.signal.aborted).toBe(false);
-  });
+/** A DeadlineQueue whose `at(name)` targets record [name, ms since start] when they expire. */
+function recorder(clock: VirtualClock, timers: Clock = clock) {
+  const q = new DeadlineQueue(timers);
+  const start = clock.now();
+  const fired: [string, number][] = [];
+  const at = (name: string) => on(() => fired.push([name, clock.now() - start]));
+  return { q, start, fired, at };
+}
+
+const idle = () => on(() => undefined);
+
+describe("withDeadline", () => {
+  const failure = new Error("tool failed");
+  it.each<[string, () => Promise<string>, (call: Promise<string>) => Promise<void>]>([
+    ["value", () => Promise.resolve("ok"), (call) => expect(call).resolves.toBe("ok")],
+    ["error", () => Promise.reject(failure), (call) => expect(call).rejects.toBe(failure)],
+  ])(
+    "the work's %s when it comes first; the deadline is cancelled and never fires",
+    async (_, work, settles) => {
+      const clock = new VirtualClock();
+      let asked = 0;
+      const { controller, call } = run(work, clock, {
+        timeoutError: () => (asked++, timeoutError),
+      });
+      await settles(call);
+      expect(clock.pendingTimers).toBe(0);
+      await clock.advance(1_000);
+      expect(controller.signal.aborted).toBe(false);
+      expect(asked).toBe(0);
+    },
+  );
 
   it("a synchronous throw of the work rejects the call", async () => {
     const failure = new Error("sync");
-    await expect(
-      withDeadline(
-        () => {
-          throw failure;
-        },
-        {
-          controller: new AbortController(),
-          timeoutMs: undefined,
-          timeoutError: () => timeoutError,
-          clock: new VirtualClock(),
-        },
-      ),
-    ).rejects.toBe(failure);
+    const work = () => {
+      throw failure;
+    };
+    await expect(run(work, new VirtualClock(), { timeoutMs: undefined }).call).rejects.toBe(
+      failure,
+    );
   });
 
   it("no deadline: a slow work's value comes back however long it takes", async () => {
     const clock = new VirtualClock();
-    const controller = new AbortController();
     const work = deferred<string>();
-    const call = withDeadline(() => work.promise, {
-      controller,
-      timeoutMs: undefined,
-      timeoutError: () => timeoutError,
-      clock,
-    });
+    const { controller, call } = run(() => work.promise, clock, { timeoutMs: undefined });
     expect(clock.pendingTimers).toBe(0);
     await clock.advance(3_600_000);
     work.resolve("late");
@@ -125,14 +128,8 @@ describe("withDeadline", () => {
 
   it("the deadline first: rejects with the timeout error and aborts the controller with it", async () => {
     const clock = new VirtualClock();
-    const controller = new AbortController();
     const work = deferred<string>();
-    const call = withDeadline(() => work.promise, {
-      controller,
-      timeoutMs: 100,
-      timeoutError: () => timeoutError,
-      clock,
-    });
+    const { controller, call } = run(() => work.promise, clock);
     call.catch(() => undefined);
     await clock.advance(99);
     expect(controller.signal.aborted).toBe(false);
@@ -145,14 +142,9 @@ describe("withDeadline", () => {
 
   it("the caller aborts mid-flight: rejects with its reason, aborts the controller, lets the deadline go", async () => {
     const clock = new VirtualClock();
-    const controller = new AbortController();
     const caller = new AbortController();
-    const call = withDeadline(() => new Promise<never>(() => undefined), {
-      controller,
-      timeoutMs: 100,
-      timeoutError: () => timeoutError,
+    const { controller, call } = run(() => new Promise<never>(() => undefined), clock, {
       callerSignal: caller.signal,
-      clock,
     });
     call.catch(() => undefined);
     expect(getEventListeners(caller.signal, "abort")).toHaveLength(1);
@@ -166,22 +158,16 @@ describe("withDeadline", () => {
 
   it("a caller already aborted: rejects with its reason and the work never runs", async () => {
     const clock = new VirtualClock();
-    const controller = new AbortController();
     const reason = new Error("already gone");
     let ran = false;
-    const call = withDeadline(
-      () => {
-        ran = true;
-        return "ran";
-      },
-      {
-        controller,
-        timeoutMs: undefined,
-        timeoutError: () => timeoutError,
-        callerSignal: AbortSignal.abort(reason),
-        clock,
-      },
-    );
+    const work = () => {
+      ran = true;
+      return "ran";
+    };
+    const { controller, call } = run(work, clock, {
+      timeoutMs: undefined,
+      callerSignal: AbortSignal.abort(reason),
+    });
     await expect(call).rejects.toBe(reason);
     expect(ran).toBe(false);
     expect(controller.signal.reason).toBe(reason);
@@ -189,17 +175,11 @@ describe("withDeadline", () => {
   });
 
   it("the caller's listener is removed once the work settles; a later abort changes nothing", async () => {
-    const clock = new VirtualClock();
-    const controller = new AbortController();
     const caller = new AbortController();
-    const ok = await withDeadline(() => Promise.resolve(1), {
-      controller,
-      timeoutMs: 100,
-      timeoutError: () => timeoutError,
+    const { controller, call } = run(() => Promise.resolve(1), new VirtualClock(), {
       callerSignal: caller.signal,
-      clock,
     });
-    expect(ok).toBe(1);
+    expect(await call).toBe(1);
     expect(getEventListeners(caller.signal, "abort")).toHaveLength(0);
     caller.abort(new Error("after the fact"));
     expect(controller.signal.aborted).toBe(false);
@@ -207,28 +187,16 @@ describe("withDeadline", () => {
 
   it("a deadline that fires after the work settled (its cancel came late) aborts nothing", async () => {
     const { clock, late } = lateCancelClock();
-    const controller = new AbortController();
-    const value = await withDeadline(() => Promise.resolve("ok"), {
-      controller,
-      timeoutMs: 100,
-      timeoutError: () => timeoutError,
-      clock: late,
-    });
-    expect(value).toBe("ok");
+    const { controller, call } = run(() => Promise.resolve("ok"), late);
+    expect(await call).toBe("ok");
     await clock.advance(100);
     expect(controller.signal.aborted).toBe(false);
   });
 
   it("the work settling after the deadline changes nothing: the call keeps the timeout", async () => {
     const { clock, late } = lateCancelClock();
-    const controller = new AbortController();
     const work = deferred<string>();
-    const call = withDeadline(() => work.promise, {
-      controller,
-      timeoutMs: 100,
-      timeoutError: () => timeoutError,
-      clock: late,
-    });
+    const { controller, call } = run(() => work.promise, late);
     call.catch(() => undefined);
     await clock.advance(100);
     work.reject(new Error("aborted work"));
@@ -240,10 +208,7 @@ describe("withDeadline", () => {
 describe("DeadlineQueue edges", () => {
   it("a later deadline leaves the timer armed for the earlier one", async () => {
     const { clock, counting, counts } = countingClock();
-    const q = new DeadlineQueue(counting);
-    const start = clock.now();
-    const fired: [string, number][] = [];
-    const at = (name: string) => on(() => fired.push([name, clock.now() - start]));
+    const { q, start, fired, at } = recorder(clock, counting);
     q.add(100, start, at("a"));
     q.add(300, start, at("b"));
     q.add(100, start, at("c")); // the same time as the armed one
@@ -258,10 +223,7 @@ describe("DeadlineQueue edges", () => {
 
   it("after a timer fires, it is armed for the earliest deadline of every lane", async () => {
     const clock = new VirtualClock();
-    const q = new DeadlineQueue(clock);
-    const start = clock.now();
-    const fired: [string, number][] = [];
-    const at = (name: string) => on(() => fired.push([name, clock.now() - start]));
+    const { q, start, fired, at } = recorder(clock);
     q.add(50, start, at("x50"));
     q.add(100, start, at("y100"));
     q.add(300, start, at("z300"));
@@ -278,10 +240,7 @@ describe("DeadlineQueue edges", () => {
 
   it("clearing a deadline in the middle or at the end of a lane keeps the others", async () => {
     const clock = new VirtualClock();
-    const q = new DeadlineQueue(clock);
-    const start = clock.now();
-    const fired: [string, number][] = [];
-    const at = (name: string) => on(() => fired.push([name, clock.now() - start]));
+    const { q, start, fired, at } = recorder(clock);
     q.add(100, start, at("a"));
     await clock.advance(10);
     const b = q.add(100, clock.now(), at("b"));
@@ -301,23 +260,13 @@ describe("DeadlineQueue edges", () => {
   it("the last deadline cleared: no timer is left at the end of the turn, every time", async () => {
     const { clock, counting, counts } = countingClock();
     const q = new DeadlineQueue(counting);
-    q.clear(
-      q.add(
-        100,
-        clock.now(),
-        on(() => undefined),
-      ),
-    );
+    q.clear(q.add(100, clock.now(), idle()));
     await endOfTurn();
     expect(clock.pendingTimers).toBe(0);
     expect(counts).toEqual({ armed: 1, cancelled: 1 });
     let fired = false;
-    const again = q.add(
-      100,
-      clock.now(),
-      on(() => (fired = true)),
-    );
-    q.clear(again);
+    const once = on(() => (fired = true));
+    q.clear(q.add(100, clock.now(), once));
     await endOfTurn();
     expect(clock.pendingTimers).toBe(0);
     expect(counts).toEqual({ armed: 2, cancelled: 2 });
@@ -329,16 +278,9 @@ describe("DeadlineQueue edges", () => {
     const clock = new VirtualClock();
     const q = new DeadlineQueue(clock);
     let fired = 0;
-    const first = q.add(
-      100,
-      clock.now(),
-      on(() => fired++),
-    );
-    q.add(
-      200,
-      clock.now(),
-      on(() => fired++),
-    );
+    const count = () => on(() => fired++);
+    const first = q.add(100, clock.now(), count());
+    q.add(200, clock.now(), count());
     q.clear(first);
     q.clear(first);
     await endOfTurn();
@@ -351,17 +293,10 @@ describe("DeadlineQueue edges", () => {
     const clock = new VirtualClock();
     const q = new DeadlineQueue(clock);
     const fired: number[] = [];
+    const push = (n: number) => on(() => fired.push(n));
     for (let ms = 100; ms <= 2_000; ms += 100) {
-      const first = q.add(
-        ms,
-        clock.now(),
-        on(() => fired.push(-ms)),
-      );
-      q.add(
-        ms,
-        clock.now(),
-        on(() => fired.push(ms)),
-      );
+      const first = q.add(ms, clock.now(), push(-ms));
+      q.add(ms, clock.now(), push(ms));
       q.clear(first);
     }
     await clock.advance(2_000);
@@ -372,78 +307,40 @@ describe("DeadlineQueue edges", () => {
     const clock = new VirtualClock();
     const q = new DeadlineQueue(clock);
     const lanes = (q as unknown as { lanes: Map<number, unknown> }).lanes;
-    q.clear(
-      q.add(
-        1_000,
-        clock.now(),
-        on(() => undefined),
-      ),
-    );
+    q.clear(q.add(1_000, clock.now(), idle()));
     expect([...lanes.keys()]).toEqual([1_000]);
-    const deadlines = Array.from({ length: 17 }, (_, i) =>
-      q.add(
-        2_000 + i,
-        clock.now(),
-        on(() => undefined),
-      ),
-    );
+    const deadlines = Array.from({ length: 17 }, (_, i) => q.add(2_000 + i, clock.now(), idle()));
     expect(lanes.size).toBe(18);
     for (const d of deadlines) q.clear(d);
     expect(lanes.size).toBe(16);
     await endOfTurn();
   });
 
-  it("a deadline added by an expiry, in a lane already passed over, fires at its time", async () => {
-    const clock = new VirtualClock();
-    const q = new DeadlineQueue(clock);
-    const start = clock.now();
-    const fired: [string, number][] = [];
-    const at = (name: string) => on(() => fired.push([name, clock.now() - start]));
-    // Lane 100 first in the queue's order, and empty when lane 50's deadline falls due.
-    q.clear(q.add(100, start, at("cleared")));
-    q.add(
-      50,
-      start,
-      on(() => {
-        fired.push(["b", clock.now() - start]);
-        q.add(100, clock.now(), at("c"));
-      }),
-    );
-    q.add(500, start, at("g"));
-    await clock.advance(1_000);
-    expect(fired).toEqual([
-      ["b", 50],
-      ["c", 150],
-      ["g", 500],
-    ]);
-    expect(clock.pendingTimers).toBe(0);
-  });
+  /** Lane 100 first in the queue's order, and empty when lane 50's deadline ("b") falls due: its expiry adds "c" to lane 100. */
+  function addedByExpiry(clock: VirtualClock) {
+    const r = recorder(clock);
+    r.q.clear(r.q.add(100, r.start, idle()));
+    const addC = () => {
+      r.fired.push(["b", clock.now() - r.start]);
+      r.q.add(100, clock.now(), r.at("c"));
+    };
+    r.q.add(50, r.start, on(addC));
+    return r;
+  }
 
-  it("a deadline added by the last expiry, in a lane already passed over, fires", async () => {
+  it.each<[string, [string, number][]]>([
+    [
+      "a deadline added by an expiry, in a lane already passed over, fires at its time",
+      [["g", 500]],
+    ],
+    ["a deadline added by the last expiry, in a lane already passed over, fires", []],
+  ])("%s", async (_, later) => {
     const clock = new VirtualClock();
-    const q = new DeadlineQueue(clock);
-    const start = clock.now();
-    const fired: [string, number][] = [];
-    q.clear(
-      q.add(
-        100,
-        start,
-        on(() => undefined),
-      ),
-    );
-    q.add(
-      50,
-      start,
-      on(() => {
-        q.add(
-          100,
-          clock.now(),
-          on(() => fired.push(["c", clock.now() - start])),
-        );
-      }),
-    );
+    const { q, start, fired, at } = addedByExpiry(clock);
+    for (const [name, ms] of later) q.add(ms, start, at(name));
     await clock.advance(1_000);
-    expect(fired).toEqual([["c", 150]]);
+    expect(fired).toEqual([["b", 50], ["c", 150], ...later]);
+    expect(clock.pendingTimers).toBe(0);
   });
 });
 

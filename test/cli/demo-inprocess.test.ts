@@ -19,7 +19,7 @@ import { NO_RECOVERY, runLengthMs, runScenario, type SimResult } from "../../src
 import { SCENARIOS } from "../../src/sim/scenarios.js";
 import { freePort } from "../helpers/binaries.js";
 import { startReceiver } from "../helpers/otlp.js";
-import { captured, cli, tempDir } from "./in-process.js";
+import { captured, cli, expectUsageOf, tempDir } from "./in-process.js";
 
 const dir = tempDir("demo-inprocess");
 const scenario = (name: string) => SCENARIOS[name] ?? expect.unreachable();
@@ -38,14 +38,9 @@ afterAll(() => {
   vi.unstubAllEnvs();
 });
 
-/** A usage error of demo: exit 2, nothing on stdout, exactly this line on stderr. */
-async function expectUsage(args: string[], message: string | RegExp): Promise<void> {
-  const out = await cli("demo", ...args);
-  expect(out.exitCode).toBe(2);
-  expect(out.stdout).toBe("");
-  if (typeof message === "string") expect(out.stderr).toBe(`selfheal: ${message}\n`);
-  else expect(out.stderr).toMatch(message);
-}
+/** A usage error of demo (see expectUsageOf). */
+const expectUsage = (args: string[], message: string | RegExp) =>
+  expectUsageOf("demo", args, message);
 
 /** `value` as it comes back from JSON (undefined fields dropped). */
 const viaJson = (value: unknown): unknown => JSON.parse(JSON.stringify(value));

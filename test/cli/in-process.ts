@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { format } from "node:util";
-import { afterAll, vi } from "vitest";
+import { afterAll, expect, vi } from "vitest";
 import { exitFor, run } from "../../src/cli/run.js";
 
 export interface Captured<T> {
@@ -69,6 +69,22 @@ export async function cli(...argv: string[]): Promise<CliRun> {
   } finally {
     process.exitCode = before;
   }
+}
+
+/**
+ * A usage error of `selfheal COMMAND ...args`: exit 2, nothing on stdout, and on stderr exactly
+ * `selfheal: MESSAGE` (a string) or a text that matches (a RegExp).
+ */
+export async function expectUsageOf(
+  command: string,
+  args: string[],
+  message: string | RegExp,
+): Promise<void> {
+  const out = await cli(command, ...args);
+  expect(out.exitCode).toBe(2);
+  expect(out.stdout).toBe("");
+  if (typeof message === "string") expect(out.stderr).toBe(`selfheal: ${message}\n`);
+  else expect(out.stderr).toMatch(message);
 }
 
 /** A temporary folder for this test file, removed after its tests. */

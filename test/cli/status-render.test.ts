@@ -18,7 +18,7 @@ import {
 } from "../../src/cli/status.js";
 import type { ScopeHealth, SignalReading } from "../../src/health/evaluator.js";
 import { readFleet, type FleetStatus } from "../../src/redis/fleet.js";
-import { captured, cli } from "./in-process.js";
+import { captured, cli, expectUsageOf } from "./in-process.js";
 
 vi.mock("../../src/redis/fleet.js", () => ({ readFleet: vi.fn() }));
 
@@ -318,13 +318,9 @@ const FLEET = fleet({
   agents: [{ agent: "billing", at: AT, status: "healthy", signals: [reading()], tools: {} }],
 });
 
-/** A usage error of status: exit 2, nothing on stdout, this line on stderr. */
+/** A usage error of status (see expectUsageOf), and readFleet never called. */
 async function expectUsage(args: string[], message: string | RegExp): Promise<void> {
-  const out = await cli("status", ...args);
-  expect(out.exitCode).toBe(2);
-  expect(out.stdout).toBe("");
-  if (typeof message === "string") expect(out.stderr).toBe(`selfheal: ${message}\n`);
-  else expect(out.stderr).toMatch(message);
+  await expectUsageOf("status", args, message);
   expect(readFleet).not.toHaveBeenCalled();
 }
 

@@ -12,7 +12,7 @@ import { signalExitCode, watch, whole } from "../../src/cli/watch.js";
 import { UsageError } from "../../src/cli/errors.js";
 import type { Heartbeat } from "../../src/watchdog/heartbeat.js";
 import { startReceiver } from "../helpers/otlp.js";
-import { captured, cli, tempDir } from "./in-process.js";
+import { captured, cli, expectUsageOf, tempDir } from "./in-process.js";
 import { running } from "./pids.js";
 
 const root = tempDir("watch-flags");
@@ -20,14 +20,9 @@ let n = 0;
 /** A fresh state dir (not created: watch creates it). */
 const stateDir = () => join(root, `s${n++}`);
 
-/** A usage error of watch: exit 2, nothing on stdout, exactly this line on stderr. */
-async function expectUsage(args: string[], message: string | RegExp): Promise<void> {
-  const out = await cli("watch", ...args);
-  expect(out.exitCode).toBe(2);
-  expect(out.stdout).toBe("");
-  if (typeof message === "string") expect(out.stderr).toBe(`selfheal: ${message}\n`);
-  else expect(out.stderr).toMatch(message);
-}
+/** A usage error of watch (see expectUsageOf). */
+const expectUsage = (args: string[], message: string | RegExp) =>
+  expectUsageOf("watch", args, message);
 
 describe("whole: a whole number from a flag", () => {
   it.each([

@@ -1,25 +1,18 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   FRESH_READ_WAIT_MS,
-  HealthEvaluator,
   type HealthReport,
   type SignalReading,
-  type StatusChangeEvent,
 } from "../../src/health/evaluator.js";
 import { MemorySignalStore } from "../../src/health/memory-store.js";
 import type { AgentSignals, ScopeSignals, SignalStore } from "../../src/health/store.js";
 import {
   DEFAULT_THRESHOLDS,
   mergeThresholds,
-  type HealthThresholds,
   type ThresholdOverrides,
 } from "../../src/health/thresholds.js";
 import { emptyTotals, latencyBucket, latencyBucketValue } from "../../src/health/window.js";
-import { VirtualClock } from "../../src/testing/index.js";
-
-const T0 = Date.UTC(2026, 0, 1);
-const TAU_MS = 3_600_000;
-const CACHE_MS = 5_000;
+import { CACHE_MS, evaluator, sync, T0, TAU_MS } from "../helpers/health.js";
 
 /** What a scope's signals hold, in plain numbers (latency: ms of each call, by count). */
 interface ScopeSpec {
@@ -76,35 +69,21 @@ function scripted(agent: ScopeSpec = {}, tools: Record<string, ScopeSpec> = {}) 
   return { state, store };
 }
 
-function evaluator(
-  store: SignalStore,
-  thresholds: (tool: string | undefined) => HealthThresholds = () => DEFAULT_THRESHOLDS,
-  onStoreError: (error: unknown) => void = () => undefined,
-) {
-  const changes: StatusChangeEvent[] = [];
-  const errors: unknown[] = [];
-  const clock = new VirtualClock(T0);
-  const h = new HealthEvaluator({
-    agent: "a",
-    store,
-    clock,
-    cacheMs: CACHE_MS,
-    baselineTauMs: TAU_MS,
-    thresholds,
-    onChange: (e) => changes.push(e),
-    onStoreError: (e) => {
-      errors.push(e);
-      onStoreError(e);
-    },
-  });
-  return { h, changes, errors, clock };
+/** An evaluator with the default thresholds on a scripted store (see `scripted`). */
+function scriptedEvaluator(agent: ScopeSpec = {}, tools: Record<string, ScopeSpec> = {}) {
+  const { state, store } = scripted(agent, tools);
+  return { state, ...evaluator(store) };
 }
 
-/** The report of a synchronous read (an in-process store). */
-function sync(report: HealthReport | Promise<HealthReport>): HealthReport {
-  if (report instanceof Promise) throw new Error("expected a synchronous report");
-  return report;
-}
+/** The report when the store failed before any report: healthy, empty and stale, at T0. */
+const emptyStale: HealthReport = {
+  agent: "a",
+  status: "healthy",
+  signals: [],
+  tools: {},
+  at: T0,
+  stale: true,
+};
 
 /** One signal of the agent's report for these signals, read once with these thresholds. */
 function reading(
@@ -361,8 +340,7 @@ describe("latency P95 against the baseline", () => {
   });
 
   it("learns the first P95 as it is, then moves towards a new one by 1 - exp(-dt/tau)", () => {
-    const { state, store } = scripted({ ok: 20, latency: [[100, 20]] });
-    const { h } = evaluator(store);
+    const { state, h } = scriptedEvaluator({ ok: 20, latency: [[100, 20]] });
     expect(sync(h.current(T0)).signals[1]).toMatchObject({ value: A, baselineMs: null });
     const t1 = T0 + TAU_MS * Math.LN2; // half-way
     state.next = { agent: { ok: 20, latency: [[200, 20]] }, tools: {} };
@@ -395,11 +373,10 @@ describe("latency P95 against the baseline", () => {
   });
 
   it("each scope learns its own baseline; a tool named 'undefined' is not the agent", () => {
-    const { store } = scripted(
+    const { h, changes } = scriptedEvaluator(
       { ok: 20, latency: [[100, 20]], completed: 0, tasksFailed: 5 },
       { undefined: { ok: 20, latency: [[1_000, 20]] } },
     );
-    const { h, changes } = evaluator(store);
     const first = sync(h.current(T0));
     expect(first.status).toBe("critical");
     expect(first.tools.undefined?.status).toBe("healthy");
@@ -418,8 +395,7 @@ describe("latency P95 against the baseline", () => {
 
 describe("scopes", () => {
   it("tools have no task completion; the agent does, after the call signals", () => {
-    const { store } = scripted({ ok: 10 }, { t: { ok: 10 } });
-    const { h } = evaluator(store);
+    const { h } = scriptedEvaluator({ ok: 10 }, { t: { ok: 10 } });
     const report = sync(h.current(T0));
     expect(report.signals.map((s) => s.signal)).toEqual([
       "success_rate",
@@ -435,11 +411,10 @@ describe("scopes", () => {
   });
 
   it("the worst signal decides, and a tool's own signals decide the tool", () => {
-    const { store } = scripted(
+    const { h } = scriptedEvaluator(
       { ok: 100, llmTotal: 100, llmEmpty: 10 },
       { t: { ok: 10 }, u: { ok: 100, failed: 100 } },
     );
-    const { h } = evaluator(store);
     const report = sync(h.current(T0 + 0.9));
     expect(report).toMatchObject({ agent: "a", at: T0, status: "warning" });
     expect(report.tools.t?.status).toBe("healthy");
@@ -449,8 +424,7 @@ describe("scopes", () => {
 
 describe("the cache and reading again", () => {
   it("first read fresh; within cacheMs served from the cache; at cacheMs fresh again", () => {
-    const { state, store } = scripted({ ok: 10 });
-    const { h } = evaluator(store);
+    const { state, h } = scriptedEvaluator({ ok: 10 });
     expect(h.last).toBeUndefined();
     const first = sync(h.current(T0));
     expect(state.reads).toBe(1);
@@ -466,8 +440,7 @@ describe("the cache and reading again", () => {
   });
 
   it("invalidate: the next read evaluates, even within cacheMs", () => {
-    const { state, store } = scripted({ ok: 10 });
-    const { h } = evaluator(store);
+    const { state, h } = scriptedEvaluator({ ok: 10 });
     const first = sync(h.current(T0));
     h.invalidate();
     state.next = { agent: { ok: 0, failed: 10 }, tools: {} };
@@ -479,8 +452,7 @@ describe("the cache and reading again", () => {
   });
 
   it("fresh(): a record since the last read makes it read again; current() keeps the cache", () => {
-    const { state, store } = scripted({ ok: 10 });
-    const { h } = evaluator(store);
+    const { state, h } = scriptedEvaluator({ ok: 10 });
     const first = sync(h.fresh(T0));
     h.noteRecord();
     expect(h.current(T0 + 1)).toBe(first);
@@ -493,18 +465,10 @@ describe("the cache and reading again", () => {
   });
 
   it("a store that throws on the first read: a healthy empty report, stale, kept for cacheMs", () => {
-    const { state, store } = scripted({ ok: 10 });
+    const { state, h, errors } = scriptedEvaluator({ ok: 10 });
     state.fail = new Error("store down");
-    const { h, errors } = evaluator(store);
     const stale = sync(h.current(T0 + 0.5));
-    expect(stale).toStrictEqual({
-      agent: "a",
-      status: "healthy",
-      signals: [],
-      tools: {},
-      at: T0,
-      stale: true,
-    });
+    expect(stale).toStrictEqual(emptyStale);
     expect(errors).toEqual([state.fail]);
     // Retried after one cache period, not before.
     expect(h.current(T0 + CACHE_MS - 1)).toBe(stale);
@@ -515,8 +479,7 @@ describe("the cache and reading again", () => {
   });
 
   it("a store that throws after an invalidate: the last report, stale, kept for cacheMs", () => {
-    const { state, store } = scripted({ ok: 0, failed: 10 });
-    const { h } = evaluator(store);
+    const { state, h } = scriptedEvaluator({ ok: 0, failed: 10 });
     const first = sync(h.current(T0));
     h.invalidate();
     state.fail = new Error("store down");
@@ -532,8 +495,11 @@ describe("a store that answers later", () => {
     vi.useRealTimers();
   });
 
-  /** A store whose reads are promises the test settles (or never does). */
-  function deferred() {
+  /**
+   * An evaluator on a store whose reads are promises the test settles (or never does);
+   * `onStoreError` as in `evaluator`.
+   */
+  function deferred(onStoreError?: (error: unknown) => void) {
     const inner = scripted({ ok: 0, failed: 10 });
     const state = { mode: "answer" as "answer" | "reject" | "hang", reads: 0 };
     const store: SignalStore = {
@@ -546,12 +512,11 @@ describe("a store that answers later", () => {
         return Promise.resolve(inner.store.read(agent, now));
       },
     };
-    return { state, store };
+    return { state, ...evaluator(store, undefined, onStoreError) };
   }
 
   it("current(): when the read fails and onStoreError throws, the last report", async () => {
-    const { state, store } = deferred();
-    const { h, errors } = evaluator(store, undefined, () => {
+    const { state, h, errors } = deferred(() => {
       throw new Error("listener failed");
     });
     const first = await h.current(T0);
@@ -562,8 +527,7 @@ describe("a store that answers later", () => {
   });
 
   it("current(): the last report at once while the store is slow; the new one once it answered", async () => {
-    const { state, store } = deferred();
-    const { h } = evaluator(store);
+    const { state, h } = deferred();
     const first = await h.current(T0);
     state.mode = "hang";
     let got: HealthReport | undefined;
@@ -574,8 +538,7 @@ describe("a store that answers later", () => {
   });
 
   it("reads in flight are shared: one store read for several readers", async () => {
-    const { state, store } = deferred();
-    const { h } = evaluator(store);
+    const { state, h } = deferred();
     const a = h.fresh(T0);
     const b = h.fresh(T0);
     const c = h.current(T0);
@@ -590,28 +553,19 @@ describe("a store that answers later", () => {
 
   it("fresh(): a hung store on the first read gives a healthy empty report, stale, after the wait", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
-    const { state, store } = deferred();
+    const { state, h } = deferred();
     state.mode = "hang";
-    const { h } = evaluator(store);
     let got: HealthReport | undefined;
     void Promise.resolve(h.fresh(T0 + 0.25)).then((r) => (got = r));
     await vi.advanceTimersByTimeAsync(FRESH_READ_WAIT_MS - 1);
     expect(got).toBeUndefined();
     await vi.advanceTimersByTimeAsync(1);
-    expect(got).toStrictEqual({
-      agent: "a",
-      status: "healthy",
-      signals: [],
-      tools: {},
-      at: T0,
-      stale: true,
-    });
+    expect(got).toStrictEqual(emptyStale);
   });
 
   it("fresh(): a hung store after a report gives that report, stale", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
-    const { state, store } = deferred();
-    const { h } = evaluator(store);
+    const { state, h } = deferred();
     const first = await h.fresh(T0);
     expect(vi.getTimerCount()).toBe(0); // the wait is cancelled once the store answered
     expect(first.status).toBe("critical");

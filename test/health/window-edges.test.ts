@@ -1,8 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { HealthEvaluator, type HealthReport } from "../../src/health/evaluator.js";
 import { MemorySignalStore } from "../../src/health/memory-store.js";
 import { DEFAULT_WINDOWS } from "../../src/health/store.js";
-import { DEFAULT_THRESHOLDS } from "../../src/health/thresholds.js";
 import {
   emptyTotals,
   histogramQuantile,
@@ -12,9 +10,8 @@ import {
   OutcomeRing,
   RollingWindow,
 } from "../../src/health/window.js";
-import { VirtualClock } from "../../src/testing/index.js";
+import { evaluator, sync, T0 } from "../helpers/health.js";
 
-const T0 = Date.UTC(2026, 0, 1); // a whole number of buckets of any size used here
 const LAST = LATENCY_BUCKET_COUNT - 1;
 
 describe("latency buckets at their edges", () => {
@@ -184,23 +181,9 @@ describe("MemorySignalStore windows", () => {
 
 describe("health over the memory store, on the injected clock", () => {
   function setup() {
-    const clock = new VirtualClock(T0);
     const store = new MemorySignalStore();
-    const h = new HealthEvaluator({
-      agent: "a",
-      store,
-      clock,
-      cacheMs: 5_000,
-      baselineTauMs: 3_600_000,
-      thresholds: () => DEFAULT_THRESHOLDS,
-      onChange: () => undefined,
-      onStoreError: () => undefined,
-    });
-    const read = (): HealthReport => {
-      const report = h.current();
-      if (report instanceof Promise) throw new Error("expected a synchronous report");
-      return report;
-    };
+    const { h, clock } = evaluator(store);
+    const read = () => sync(h.current());
     const signal = (name: string) => read().signals.find((s) => s.signal === name);
     return { clock, store, read, signal };
   }

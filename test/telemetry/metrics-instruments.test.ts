@@ -262,24 +262,19 @@ describe("SelfHealMetrics: series started at 0", () => {
       keys(PATTERNS.map((p) => ({ [LABEL_AGENT]: AGENT, [LABEL_PATTERN]: p }))),
     );
     expect(points(METRIC_DIAGNOSES).every((p) => p.value === 0)).toBe(true);
-    // Sources that know nothing yet (undefined, no circuits) observe nothing.
-    for (const gauge of [
+    const silent = [
+      // Sources that know nothing yet (undefined, no circuits) observe nothing.
       METRIC_HEALTH_STATUS,
       METRIC_READ_ONLY,
       METRIC_STORE_DEGRADED,
       METRIC_CIRCUIT_STATE,
-    ]) {
-      expect(points(gauge), gauge).toEqual([]);
-    }
-    // Per-tool series wait for a tool.
-    for (const name of [
+      // Per-tool series wait for a tool.
       METRIC_TOOL_CALLS,
       METRIC_INCIDENTS,
       METRIC_RECOVERIES,
       METRIC_LLM_RESPONSES,
-    ]) {
-      expect(points(name), name).toEqual([]);
-    }
+    ];
+    for (const name of silent) expect(points(name), name).toEqual([]);
   });
 
   it("registerTool: calls by outcome, incidents by pattern, recoveries by strategy and outcome, cost and waste", async () => {

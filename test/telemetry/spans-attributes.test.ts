@@ -183,6 +183,12 @@ describe("setSpanError", () => {
 
 describe("errorType: a low-cardinality class name", () => {
   class QuotaError extends Error {}
+  /** An Error with an empty name, its `constructor` property as `constructor` describes. */
+  const nameless = (constructor: PropertyDescriptor) => {
+    const e = new Error("x");
+    Object.defineProperty(e, "name", { value: "" });
+    return Object.defineProperty(e, "constructor", constructor);
+  };
 
   it.each<[string, () => unknown, string]>([
     ["an Error's name", () => new TypeError("x"), "TypeError"],
@@ -224,35 +230,23 @@ describe("errorType: a low-cardinality class name", () => {
       () => {
         const ctor = function () {};
         Object.defineProperty(ctor, "name", { value: "" });
-        const e = new Error("x");
-        Object.defineProperty(e, "name", { value: "" });
-        Object.defineProperty(e, "constructor", { value: ctor });
-        return e;
+        return nameless({ value: ctor });
       },
       ERROR_TYPE_OTHER,
     ],
     [
       "an Error with no name whose constructor is not a function",
-      () => {
-        const e = new Error("x");
-        Object.defineProperty(e, "name", { value: "" });
-        Object.defineProperty(e, "constructor", { value: { name: "Fake" } });
-        return e;
-      },
+      () => nameless({ value: { name: "Fake" } }),
       ERROR_TYPE_OTHER,
     ],
     [
       "an Error with no name whose constructor getter throws",
-      () => {
-        const e = new Error("x");
-        Object.defineProperty(e, "name", { value: "" });
-        Object.defineProperty(e, "constructor", {
+      () =>
+        nameless({
           get() {
             throw new Error("trap");
           },
-        });
-        return e;
-      },
+        }),
       ERROR_TYPE_OTHER,
     ],
     [
