@@ -19,6 +19,20 @@ const escape = (s: string) =>
     (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] ?? c,
   );
 
+/** The page's sections, in order (each a `<section id>`): what a reader, or a test, can link to. */
+export const SECTION_IDS = [
+  "headline",
+  "over-time",
+  "recovery-over-time",
+  "mttr",
+  "agents",
+  "tools",
+  "unrecovered",
+  "outcomes",
+  "watchdog",
+  "suggested-rules",
+] as const;
+
 export const OUTCOME_COLORS: Record<string, string> = {
   recovered: "#1a7f37",
   failed: "#cf222e",
@@ -56,7 +70,7 @@ const TONE_COLORS: Record<Change["tone"], string> = {
 const changeCell = (c: Change) =>
   `<span class="delta" style="color:${TONE_COLORS[c.tone]}">${escape(c.text)}</span>`;
 
-function section(id: string, title: string, body: string): string {
+function section(id: (typeof SECTION_IDS)[number], title: string, body: string): string {
   return `<section id="${id}"><h2>${escape(title)}</h2>\n${body}\n</section>`;
 }
 

@@ -9,6 +9,7 @@ import { createSelfHealing } from "../../src/index.js";
 import { LONG_RUNS, runLongRuns } from "../../src/sim/long-runs.js";
 import { runScenario } from "../../src/sim/run.js";
 import { SCENARIOS } from "../../src/sim/scenarios.js";
+import { SECTION_IDS } from "../../src/report/render-html.js";
 import { FailureInjector, VirtualClock } from "../../src/testing/index.js";
 import { line } from "./event-lines.js";
 
@@ -218,18 +219,7 @@ describe.skipIf(!haveChromium)(
       await inChromium(html, async (tab) => {
         expect(await tab.locator("p.sub").textContent()).toContain("Times in Europe/Paris.");
         expect(await tab.locator("p.sub").textContent()).toContain("Compared with 2026-11-19");
-        for (const id of [
-          "headline",
-          "over-time",
-          "recovery-over-time",
-          "mttr",
-          "agents",
-          "tools",
-          "unrecovered",
-          "outcomes",
-          "watchdog",
-          "suggested-rules",
-        ]) {
+        for (const id of SECTION_IDS) {
           const section = tab.locator(`section#${id}`);
           expect(await section.count(), id).toBe(1);
           expect(await section.isVisible(), id).toBe(true);

@@ -1,7 +1,7 @@
 /** The review as one HTML page: each section, the SVG charts' geometry, comparison, escaping. */
 import { describe, expect, it } from "vitest";
 import { reviewText, type Review } from "../../src/report/analyze.js";
-import { renderHtml } from "../../src/report/render-html.js";
+import { renderHtml, SECTION_IDS } from "../../src/report/render-html.js";
 import { event, watchdogLine } from "./events.js";
 import { previousReview, sampleReview } from "./sample-review.js";
 
@@ -17,18 +17,7 @@ const sectionOf = (html: string, id: string) =>
 
 const ids = (html: string) => [...html.matchAll(/<section id="([^"]+)">/g)].map((m) => m[1]);
 
-const ALL_SECTIONS = [
-  "headline",
-  "over-time",
-  "recovery-over-time",
-  "mttr",
-  "agents",
-  "tools",
-  "unrecovered",
-  "outcomes",
-  "watchdog",
-  "suggested-rules",
-];
+const ALL_SECTIONS = [...SECTION_IDS];
 
 /** A card of the headline: its figure, label and, when comparing, what it was and the change. */
 const card = (figure: string, name: string, was?: [string, string, string]) =>
