@@ -24,7 +24,7 @@ export class VirtualClock implements Clock {
   }
 
   setTimer(ms: number, callback: () => void): () => void {
-    const timer: Timer = { at: this.current + Math.max(0, ms), seq: this.seq++, callback };
+    const timer: Timer = { at: this.current + (ms > 0 ? ms : 0), seq: this.seq++, callback };
     this.timers.push(timer);
     return () => {
       const i = this.timers.indexOf(timer);
