@@ -5,6 +5,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import { createServer } from "node:net";
 import { startServer } from "./http-server.js";
+import { afterAll, beforeAll, expect } from "vitest";
 
 export interface Received {
   path: string;
@@ -321,4 +322,16 @@ export async function eventually(check: () => boolean, what: string, timeoutMs =
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
+}
+
+/** A receiver for the whole suite (started before its tests, closed after): call it for it. */
+export function suiteReceiver(): () => Awaited<ReturnType<typeof startReceiver>> {
+  let receiver: Awaited<ReturnType<typeof startReceiver>> | undefined;
+  beforeAll(async () => {
+    receiver = await startReceiver();
+  });
+  afterAll(async () => {
+    await receiver?.close();
+  });
+  return () => receiver ?? expect.unreachable("the suite's receiver has not started");
 }

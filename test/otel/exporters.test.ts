@@ -5,25 +5,19 @@ import {
   PeriodicExportingMetricReader,
 } from "@opentelemetry/sdk-metrics";
 import { NodeTracerProvider, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-node";
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { OtlpProtocol, Temporality } from "../../src/otel/config.js";
 import { otlpMetricExporter, otlpSpanExporter } from "../../src/otel/exporters.js";
-import { startReceiver } from "../helpers/otlp.js";
+import { suiteReceiver } from "../helpers/otlp.js";
 
-let receiver: Awaited<ReturnType<typeof startReceiver>>;
-beforeAll(async () => {
-  receiver = await startReceiver();
-});
-afterAll(async () => {
-  await receiver.close();
-});
+const receiver = suiteReceiver();
 afterEach(() => {
   vi.unstubAllEnvs();
-  receiver.received.length = 0;
+  receiver().received.length = 0;
 });
 
 const target = (protocol: OtlpProtocol, path: string) => ({
-  url: `${receiver.url}${path}`,
+  url: `${receiver().url}${path}`,
   protocol,
   timeoutMillis: 10_000,
 });
@@ -64,14 +58,14 @@ describe("the OTLP exporters send to the URL given, with the headers of the opti
     vi.stubEnv(`OTEL_EXPORTER_OTLP_${own}_HEADERS`, "x-signal=own");
     vi.stubEnv(`OTEL_EXPORTER_OTLP_${other}_HEADERS`, "x-other=other");
     await send[signal](protocol, { "x-key": "option" });
-    expect(receiver.received.map((r) => r.path)).toEqual([path]);
-    expect(receiver.received[0]?.headers).toMatchObject({
+    expect(receiver().received.map((r) => r.path)).toEqual([path]);
+    expect(receiver().received[0]?.headers).toMatchObject({
       "content-type": CONTENT_TYPE[protocol],
       "x-shared": "env",
       "x-key": "option",
       "x-signal": "own",
     });
-    expect(receiver.received[0]?.headers["x-other"]).toBeUndefined();
+    expect(receiver().received[0]?.headers["x-other"]).toBeUndefined();
   });
 
   it.each(["http/json", "http/protobuf"] as const)(
@@ -79,7 +73,7 @@ describe("the OTLP exporters send to the URL given, with the headers of the opti
     async (protocol) => {
       vi.stubEnv("OTEL_EXPORTER_OTLP_HEADERS", "x-shared=env");
       await send.traces(protocol, undefined);
-      expect(receiver.received[0]?.headers["x-shared"]).toBe("env");
+      expect(receiver().received[0]?.headers["x-shared"]).toBe("env");
     },
   );
 });

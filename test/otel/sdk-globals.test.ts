@@ -12,18 +12,12 @@ import {
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { MeterProvider } from "@opentelemetry/sdk-metrics";
 import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { startTelemetry, type TelemetryOptions } from "../../src/otel/sdk.js";
-import { startReceiver } from "../helpers/otlp.js";
+import { suiteReceiver } from "../helpers/otlp.js";
 
 const diagErrors: string[] = [];
-let receiver: Awaited<ReturnType<typeof startReceiver>>;
-beforeAll(async () => {
-  receiver = await startReceiver();
-});
-afterAll(async () => {
-  await receiver.close();
-});
+const receiver = suiteReceiver();
 afterEach(() => {
   trace.disable();
   metrics.disable();
@@ -47,7 +41,7 @@ async function start(options: TelemetryOptions = {}) {
   );
   const warnings: string[] = [];
   const telemetry = await startTelemetry({
-    endpoint: receiver.url,
+    endpoint: receiver().url,
     logger: { warn: (line) => warnings.push(line) },
     ...options,
   });

@@ -1,7 +1,5 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { SelfHealConfigError } from "../../src/errors.js";
 import { VirtualClock } from "../../src/testing/index.js";
 import {
@@ -17,18 +15,10 @@ import {
   supervised,
   WATCH_ENV,
 } from "../../src/watchdog/index.js";
+import { freshDirs } from "../helpers/temp.js";
 
-const root = mkdtempSync(join(tmpdir(), "selfheal-agent-inproc-"));
-let n = 0;
 /** A fresh state dir, made. */
-const freshDir = () => {
-  const dir = join(root, `d${n++}`);
-  mkdirSync(dir, { recursive: true });
-  return dir;
-};
-afterAll(() => {
-  rmSync(root, { recursive: true, force: true });
-});
+const freshDir = freshDirs("agent-inproc");
 afterEach(() => {
   vi.unstubAllEnvs();
 });

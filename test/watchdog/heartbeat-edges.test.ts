@@ -1,7 +1,6 @@
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { SelfHealConfigError } from "../../src/errors.js";
 import { VirtualClock } from "../../src/testing/index.js";
 import {
@@ -11,17 +10,10 @@ import {
   writeAtomic,
   type HeartbeatOptions,
 } from "../../src/watchdog/heartbeat.js";
+import { freshDirs } from "../helpers/temp.js";
 
-const root = mkdtempSync(join(tmpdir(), "selfheal-hb-edges-"));
-let n = 0;
-const freshDir = () => {
-  const dir = join(root, `d${n++}`);
-  mkdirSync(dir, { recursive: true });
-  return dir;
-};
-afterAll(() => {
-  rmSync(root, { recursive: true, force: true });
-});
+/** A fresh state dir, made. */
+const freshDir = freshDirs("hb-edges");
 
 const onFile = (file: string) => JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>;
 
@@ -310,7 +302,7 @@ describe("cleanStaleTemps", () => {
   const temp = (file: string, pid: number | string) => `${file}.${pid}.0123abcd.tmp`;
 
   it("a missing directory: nothing removed", async () => {
-    expect(await cleanStaleTemps(join(root, "nowhere"), "s")).toEqual([]);
+    expect(await cleanStaleTemps(join(freshDir(), "nowhere"), "s")).toEqual([]);
   });
 
   it("an empty directory: nothing removed", async () => {
