@@ -8,12 +8,17 @@ import { parseArgs } from "node:util";
 import { parseTime, PeriodReviews, type Period } from "../report/period.js";
 import { readInto } from "../report/read.js";
 import { renderHtml } from "../report/render-html.js";
-import { renderRuleSuggestions, renderText } from "../report/render-text.js";
+import {
+  renderRuleSuggestions,
+  renderText,
+  renderThresholdSuggestions,
+} from "../report/render-text.js";
 import { oneLine } from "../telemetry/redact.js";
 import { UsageError } from "./errors.js";
 
 export const REPORT_USAGE = `Usage: selfheal report FILE.jsonl [MORE.jsonl ...] [--since T] [--until T] [--compare-previous]
-                       [--html OUT.html] [--suggest-rules OUT.json] [--tz ZONE]
+                       [--html OUT.html] [--suggest-rules OUT.json] [--suggest-thresholds]
+                       [--tz ZONE]
 
 Reads a recovery event log (the JSONL file of recovery.eventLog) and prints the review: top
 failure patterns, UNKNOWN share and sample texts per tool (the rules to write), the success of
@@ -33,6 +38,11 @@ Options:
   --suggest-rules OUT.json  group the UNKNOWN texts into templates and propose each as a rule,
                             with its evidence; write them as a rule file that
                             createSelfHealing({ diagnosis: { ruleFile: "OUT.json" } }) loads
+  --suggest-thresholds      replay the health thresholds and watchdog stall limits over the
+                            period's calls and steps (the engine's per-minute rollup lines) and
+                            propose, per tool and per stage, the settings that would have flagged
+                            its incidents without false alarms on its quiet hours: the evidence,
+                            then the config to paste
   -h, --help                this help`;
 
 /** An I/O failure as one line: the path and the error code, never a stack. */
@@ -166,6 +176,7 @@ export async function report(argv: string[]): Promise<void> {
     options: {
       html: { type: "string" },
       "suggest-rules": { type: "string" },
+      "suggest-thresholds": { type: "boolean", default: false },
       since: { type: "string" },
       until: { type: "string" },
       "compare-previous": { type: "boolean", default: false },
@@ -205,14 +216,16 @@ export async function report(argv: string[]): Promise<void> {
   }
   const review = reviews.current.review();
   const previous = reviews.previous?.review();
-  if (review.events === 0 && review.watchdog.events === 0) {
+  if (review.events === 0 && review.watchdog.events === 0 && review.thresholds.rollups === 0) {
     const why = review.malformed
-      ? `${review.malformed} lines, none a recovery event; ${review.malformedSamples[0] ?? ""}`
+      ? `${review.malformed} lines, none a recovery event or rollup; ${review.malformedSamples[0] ?? ""}`
       : "the file is empty";
     throw new UsageError(`no recovery events in ${files.join(", ")} (${why})`);
   }
   console.log(renderText(review, { previous, timeZone }));
   if (rulesOut !== undefined) console.log(`\n${renderRuleSuggestions(review.rules)}`);
+  if (values["suggest-thresholds"])
+    console.log(`\n${renderThresholdSuggestions(review.thresholds)}`);
   if (values.html !== undefined)
     await writeOut(values.html, renderHtml(review, { previous, timeZone }));
   if (rulesOut !== undefined)

@@ -4,6 +4,14 @@ import { BreakdownTally, type Breakdown } from "./breakdown.js";
 import { SeriesTally, type Series } from "./series.js";
 import { DurationSketch } from "./sketch.js";
 import { RuleSuggester, type RuleSuggestions } from "./suggest-rules.js";
+import {
+  callsProblem,
+  limitsProblem,
+  stepsProblem,
+  ThresholdTally,
+  thresholdsProblem,
+  type ThresholdSuggestions,
+} from "./suggest-thresholds.js";
 
 export { DurationSketch } from "./sketch.js";
 
@@ -41,6 +49,8 @@ export interface Review {
   watchdog: WatchdogReview;
   /** The UNKNOWN texts as templates, each proposed as a rule (`--suggest-rules`). */
   rules: RuleSuggestions;
+  /** Thresholds and stall limits proposed from the calls and steps (`--suggest-thresholds`). */
+  thresholds: ThresholdSuggestions;
   /** Incidents, recoveries and spend over time, by pattern. */
   series: Series;
   /** MTTR of recovered calls as a histogram: count per bin of MTTR_BINS_SECONDS. */
@@ -125,8 +135,9 @@ const MALFORMED_NAMED = 5;
 const MAX_TIME = 8.64e15;
 
 const isFiniteNumber = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
-const isWatchdogLine = (v: unknown): v is Record<string, unknown> =>
-  typeof v === "object" && v !== null && (v as { type?: unknown }).type === "watchdog";
+/** The `type` of a line that has one: watchdog lines, call rollups, settings (events have none). */
+const lineType = (v: unknown): unknown =>
+  typeof v === "object" && v !== null ? (v as { type?: unknown }).type : undefined;
 const optionalString = (v: unknown) => v === undefined || v === null || typeof v === "string";
 
 /**
@@ -198,6 +209,8 @@ export function watchdogProblem(e: Record<string, unknown>): string | undefined 
   for (const key of ["agent", "session", "kind"]) {
     if (typeof e[key] !== "string") return `${key} is not a string`;
   }
+  if (e.kind === "steps") return stepsProblem(e);
+  if (e.kind === "limits") return limitsProblem(e);
   const fields = WATCHDOG_KINDS[e.kind as string];
   if (!Object.hasOwn(WATCHDOG_KINDS, e.kind as string) || !fields)
     return `kind ${JSON.stringify(e.kind)} is not a watchdog event`;
@@ -317,6 +330,7 @@ export class ReviewBuilder {
   private readonly redacted = new Map<string, string>();
   private readonly watchdog = new WatchdogTally();
   private readonly suggester = new RuleSuggester();
+  private readonly thresholds = new ThresholdTally();
   private readonly series = new SeriesTally();
   private readonly byAgent = new BreakdownTally();
   private readonly byTool = new BreakdownTally();
@@ -344,17 +358,43 @@ export class ReviewBuilder {
    * complaint.
    */
   addValue(value: unknown, where: string, complain = true): void {
-    if (isWatchdogLine(value)) {
-      const problem = watchdogProblem(value);
-      if (problem !== undefined) {
-        if (complain) this.reject(where, `watchdog event: ${problem}`);
-      } else if (this.inPeriod(value.at as number)) this.watchdog.add(value);
+    const type = lineType(value);
+    if (type !== undefined) {
+      this.addTyped(value as Record<string, unknown>, type, where, complain);
       return;
     }
     const problem = eventProblem(value);
     if (problem !== undefined) {
       if (complain) this.reject(where, problem);
     } else if (this.inPeriod((value as RecoveryEvent).at)) this.add(value as RecoveryEvent);
+  }
+
+  /** A line with a `type`: the watchdog's, a call rollup, or the settings in effect. */
+  private addTyped(e: Record<string, unknown>, type: unknown, where: string, complain: boolean) {
+    const what = type === "watchdog" ? "watchdog event" : `${String(type)} line`;
+    let problem: string | undefined;
+    if (!isFiniteNumber(e.at) || Math.abs(e.at) > MAX_TIME) problem = "at is not a time";
+    else if (type === "watchdog") problem = watchdogProblem(e);
+    else if (type === "calls") problem = callsProblem(e);
+    else if (type === "thresholds") problem = thresholdsProblem(e);
+    else problem = `type ${JSON.stringify(type)} is not one this version reads`;
+    if (problem !== undefined) {
+      if (complain) this.reject(where, `${what}: ${problem}`);
+      return;
+    }
+    // Settings are in effect from their time on: those before the period count too.
+    const settings = type === "thresholds" || (type === "watchdog" && e.kind === "limits");
+    if (settings) {
+      if ((e.at as number) >= (this.period.untilMs ?? Infinity)) {
+        this.outside++;
+        return;
+      }
+      if (type === "thresholds") this.thresholds.addSettings(e);
+      else this.thresholds.addLimits(e);
+    } else if (!this.inPeriod(e.at as number)) return;
+    else if (type === "calls") this.thresholds.addCalls(e);
+    else if (e.kind === "steps") this.thresholds.addSteps(e);
+    else this.watchdog.add(e);
   }
 
   /** Whether `at` is in the period reviewed; counts the lines left out for being outside. */
@@ -382,6 +422,7 @@ export class ReviewBuilder {
     this.byAgent.add(e.agent, e);
     this.byTool.add(e.tool, e);
     if (!recovered) this.keepUnrecovered(e);
+    this.thresholds.addIncident(e.agent, e.tool, e.at);
     this.minAt = Math.min(this.minAt, e.at);
     this.maxAt = Math.max(this.maxAt, e.at);
     count(this.patterns, e.pattern);
@@ -528,6 +569,7 @@ export class ReviewBuilder {
       outsidePeriod: this.outside,
       autoRecoveryRate: n ? this.recovered / n : 0,
       unknownShare: n ? this.unknown / n : 0,
+      thresholds: this.thresholds.suggest(),
       rules: this.suggester.suggest(
         n
           ? `selfheal report: ${new Date(this.minAt).toISOString()} to ${new Date(this.maxAt).toISOString()}`

@@ -11,6 +11,7 @@ import type { Review } from "./analyze.js";
 import { change, formatTime, HEADLINE, pct, secs, usd, type Change } from "./format.js";
 import type { RenderOptions } from "./render-text.js";
 import type { Breakdown } from "./breakdown.js";
+import type { Replay } from "./suggest-thresholds.js";
 
 /** HTML-escaped, with control characters shown as escapes (text from the log is untrusted). */
 const escape = (s: string) =>
@@ -31,6 +32,7 @@ export const SECTION_IDS = [
   "outcomes",
   "watchdog",
   "suggested-rules",
+  "suggested-thresholds",
 ] as const;
 
 export const OUTCOME_COLORS: Record<string, string> = {
@@ -338,6 +340,51 @@ ${rows.length ? table(["rule", "pattern", "evidence", "samples", "match", "examp
 ${unclassified}`;
 }
 
+/** A replayed setting's record: incidents caught (green when all), quiet windows alarmed (red when any). */
+const replayCell = (r: Replay) =>
+  `${escape(r.setting)}<br><span style="color:${r.caught === r.incidents ? TONE_COLORS.better : TONE_COLORS.worse}">caught ${r.caught}/${r.incidents}</span>, <span style="color:${r.falseAlarms ? TONE_COLORS.worse : TONE_COLORS.better}">alarmed ${r.falseAlarms}/${r.quiet} quiet</span>`;
+
+function thresholdsSection(r: Review): string {
+  const s = r.thresholds;
+  if (s.rollups === 0)
+    return "<p>No call rollups in this log: the engine writes them to <code>recovery.eventLog</code> once a minute (an older version did not).</p>";
+  const signals = s.signals.map((a) => [
+    escape(`${a.agent} / ${a.tool}`),
+    escape(a.signal),
+    String(a.samples),
+    escape(a.evidence),
+    replayCell(a.current),
+    a.suggested
+      ? `<strong style="color:${TONE_COLORS.better}">${replayCell(a.suggested)}</strong><br>${escape(a.reason)}`
+      : `<span style="color:${TONE_COLORS.same}">no change: ${escape(a.reason)}</span>`,
+  ]);
+  const stages = s.stages.map((a) => [
+    escape(`${a.agent} / ${a.stage}`),
+    String(a.steps),
+    escape(
+      `${secs(a.quantileMs === null ? null : a.quantileMs / 1000)} / ${secs(a.maxMs === null ? null : a.maxMs / 1000)}`,
+    ),
+    `${escape(secs(a.currentMs / 1000))}: <span style="color:${a.currentOver ? TONE_COLORS.worse : TONE_COLORS.same}">${a.currentOver} slower</span>`,
+    a.suggestedMs === undefined
+      ? `<span style="color:${TONE_COLORS.same}">no change: ${escape(a.reason)}</span>`
+      : `<strong style="color:${TONE_COLORS.better}">${escape(secs(a.suggestedMs / 1000))}</strong>: ${a.suggestedOver ?? 0} slower; ${escape(a.reason)}`,
+  ]);
+  const fragments = [
+    ...Object.entries(s.health).map(
+      ([agent, health]) =>
+        `createSelfHealing({ agent: ${JSON.stringify(agent)}, health: ${JSON.stringify(health, null, 2)} })`,
+    ),
+    ...Object.entries(s.watchdog).map(
+      ([agent, limits]) =>
+        `new Supervisor({ agent: ${JSON.stringify(agent)}, limits: ${JSON.stringify(limits)} })`,
+    ),
+  ];
+  return `<p>Each setting replayed over the period's 10-minute windows: <em>incident</em> windows had a recovery (or came after a latency shift), <em>quiet</em> ones had none in or next to them. A change is proposed only where it catches more incidents or raises fewer false alarms.</p>
+${signals.length ? table(["tool", "signal", "samples", "evidence", "current: it did", "suggested: it would do"], signals, "thresholds") : ""}
+${stages.length ? table(["agent / stage", "steps", "p99 / longest step", "current stall limit", "suggested"], stages, "stages") : ""}
+${fragments.length ? `<p>Apply these (<code>selfheal report LOG --suggest-thresholds</code> prints them too):</p><pre><code>${escape(fragments.join("\n\n")).replace(/\\n/g, "\n")}</code></pre>` : "<p>No change proposed: the current settings fit the period.</p>"}`;
+}
+
 const STYLE = `body{font:14px/1.5 system-ui,sans-serif;margin:2rem auto;color:#1f2328;max-width:960px;padding:0 1rem}
 h1{font-size:1.5rem;margin-bottom:.2rem}h2{font-size:1.15rem;margin-top:2.2rem;border-bottom:1px solid #d0d7de}
 .sub{color:#57606a;margin-top:0}figure{margin:1rem 0}figcaption{font-weight:600;margin-bottom:.4rem}
@@ -444,6 +491,7 @@ ${section("headline", previous ? "Headline, with the change from the previous pe
 ${recovery}
 ${r.watchdog.events ? section("watchdog", `Watchdog: long runs (${r.watchdog.sessions} ${r.watchdog.sessions === 1 ? "session" : "sessions"})`, watchdogSection(r, time)) : ""}
 ${section("suggested-rules", "Suggested rules for the UNKNOWN errors", rulesSection(r))}
+${section("suggested-thresholds", "Suggested thresholds and stall limits", thresholdsSection(r))}
 </body></html>
 `;
 }

@@ -2,6 +2,7 @@ import { oneLine } from "../telemetry/redact.js";
 import type { Review } from "./analyze.js";
 import { change, formatTime, HEADLINE, pct, secs, usd } from "./format.js";
 import type { RuleFileRule, RuleSuggestions } from "./suggest-rules.js";
+import type { Replay, SignalAdvice, ThresholdSuggestions } from "./suggest-thresholds.js";
 
 /**
  * Every cell comes from the log, which anyone who can write the file controls: control
@@ -220,3 +221,111 @@ const matchText = (m: RuleFileRule["match"]) =>
     ...(m.code ? [`code ${m.code.join("|")}`] : []),
     ...m.message.map((re) => `/${re}/i`),
   ].join(" and ");
+
+const SIGNAL_NAMES: Record<SignalAdvice["signal"], string> = {
+  success_rate: "success rate",
+  empty_responses: "empty rate",
+  latency_p95: "P95 latency",
+};
+
+/** What a replayed setting did, in a cell: `caught 3/4 incident windows, 0/120 quiet alarmed`. */
+const did = (r: Replay) =>
+  `caught ${r.caught}/${r.incidents}, alarmed ${r.falseAlarms}/${r.quiet} quiet`;
+
+/**
+ * `--suggest-thresholds`: per tool and signal, the evidence and what the current and suggested
+ * settings would have done; per watchdog stage, the step durations and the stall limit; then the
+ * config fragments to paste.
+ */
+export function renderThresholdSuggestions(s: ThresholdSuggestions): string {
+  const changes = s.signals.filter((a) => a.suggested).length + Object.keys(s.watchdog).length;
+  const out = [
+    `Suggested thresholds: ${s.signals.filter((a) => a.overrides).length} tool signals and ${s.stages.filter((a) => a.suggestedMs !== undefined).length} stall limits to change, from ${s.rollups} rollup lines${s.untracked ? ` (${s.untracked} past the tool limit, not judged)` : ""}`,
+  ];
+  if (s.rollups === 0)
+    out.push(
+      "  The log has no call rollups (\"type\":\"calls\" lines): the engine writes them to recovery.eventLog once a minute; an older version did not.",
+    );
+  if (s.signals.length) {
+    out.push(
+      "",
+      "Per tool (10-minute windows; incident: a recovery in it; quiet: none in it or next to it)",
+      table(
+        [
+          "agent",
+          "tool",
+          "signal",
+          "samples",
+          "evidence",
+          "current",
+          "it did",
+          "suggested",
+          "would do",
+        ],
+        s.signals.map((a) => [
+          a.agent,
+          a.tool,
+          SIGNAL_NAMES[a.signal],
+          a.samples,
+          a.evidence,
+          a.current.setting,
+          did(a.current),
+          a.suggested?.setting ?? "no change",
+          a.suggested ? did(a.suggested) : a.reason,
+        ]),
+      ),
+    );
+    for (const a of s.signals.filter((x) => x.suggested))
+      out.push(`  ${a.agent}/${a.tool} ${SIGNAL_NAMES[a.signal]}: ${a.reason}`);
+  }
+  if (s.stages.length) {
+    out.push(
+      "",
+      "Watchdog stall limits per stage (from the durations of completed steps)",
+      table(
+        [
+          "agent",
+          "stage",
+          "steps",
+          "p99",
+          "longest",
+          "current",
+          "slower than it",
+          "suggested",
+          "slower than it",
+          "why",
+        ],
+        s.stages.map((a) => [
+          a.agent,
+          a.stage,
+          a.steps,
+          secs(a.quantileMs === null ? null : a.quantileMs / 1000),
+          secs(a.maxMs === null ? null : a.maxMs / 1000),
+          secs(a.currentMs / 1000),
+          a.currentOver,
+          a.suggestedMs === undefined ? "no change" : secs(a.suggestedMs / 1000),
+          a.suggestedOver ?? "",
+          a.reason,
+        ]),
+      ),
+    );
+  }
+  if (changes === 0) {
+    out.push("", "No change proposed: the current settings fit the period.");
+    return out.join("\n");
+  }
+  out.push("", "Paste:");
+  for (const [agent, health] of Object.entries(s.health))
+    out.push(
+      `createSelfHealing({ agent: ${JSON.stringify(agent)}, health: ${JSON.stringify(health, null, 2).replace(/\n/g, "\n  ")} });`,
+    );
+  for (const [agent, limits] of Object.entries(s.watchdog)) {
+    out.push(
+      `new Supervisor({ agent: ${JSON.stringify(agent)}, limits: ${JSON.stringify(limits)}, ... });`,
+      `selfheal watch ${Object.entries(limits.stageStallMs)
+        .map(([stage, ms]) => `--stage-stall-ms ${stage}=${ms}`)
+        .join(" ")} ...`,
+    );
+  }
+  return out.join("\n");
+}

@@ -19,6 +19,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { ioProblem, report } from "../../src/cli/report.js";
 import { readRuleFile } from "../../src/diagnosis/rule-file.js";
 import { compileRules } from "../../src/diagnosis/rules.js";
+import { callsLines, DAY as WEEK_DAY, spread, WEEK_START } from "../report/rollups.js";
 import { line, watchdogLine } from "./event-lines.js";
 import { captured, cli, tempDir } from "./in-process.js";
 
@@ -154,7 +155,7 @@ describe("selfheal report (in process): the files read", () => {
     put(base, "");
     await expectUsage(
       [base],
-      `no recovery events in ${base}.3, ${base}.2, ${base}.1, ${base} (3 lines, none a recovery event; ${base}.3 line 1: not JSON)`,
+      `no recovery events in ${base}.3, ${base}.2, ${base}.1, ${base} (3 lines, none a recovery event or rollup; ${base}.3 line 1: not JSON)`,
     );
   });
 
@@ -176,7 +177,7 @@ describe("selfheal report (in process): the files read", () => {
     const b = put(join(dir, "b.jsonl"), "");
     await expectUsage(
       [b, a],
-      `no recovery events in ${b}, ${a} (1 lines, none a recovery event; ${a} line 1: not JSON)`,
+      `no recovery events in ${b}, ${a} (1 lines, none a recovery event or rollup; ${a} line 1: not JSON)`,
     );
     put(b, `${line(at(5))}\n`);
     const out = await cli("report", a, b);
@@ -207,7 +208,7 @@ describe("selfheal report (in process): the files read", () => {
     const junk = put(join(dir, "junk.jsonl"), `{}\n[1]\n${watchdogLine({ kind: "dance" })}\n`);
     await expectUsage(
       [junk],
-      `no recovery events in ${junk} (3 lines, none a recovery event; line 1: at is not a time)`,
+      `no recovery events in ${junk} (3 lines, none a recovery event or rollup; line 1: at is not a time)`,
     );
   });
 });
@@ -517,5 +518,49 @@ describe("selfheal report --suggest-rules (in process)", () => {
     expect(usage).toMatch(/^Usage: selfheal report /);
     expect(usage).toContain("[--suggest-rules OUT.json]");
     expect(out.stdout).toMatch(/^ {2}--suggest-rules OUT\.json +group the UNKNOWN texts/m);
+  });
+});
+
+describe("selfheal report --suggest-thresholds (in process)", () => {
+  const week = (dir: string, factor: number) => {
+    const shift = WEEK_START + 3.5 * WEEK_DAY;
+    const steady = spread(30, 150, 250);
+    return put(
+      join(dir, "calls.jsonl"),
+      callsLines("support", "search", WEEK_START, WEEK_START + 7 * WEEK_DAY, (t) => ({
+        ok: 30,
+        latencies: t < shift ? steady : steady.map((ms) => ms * factor),
+      })).join("\n") + "\n",
+    );
+  };
+
+  it("prints the proposals and the config to paste after the review; a log of rollups only is a log", async () => {
+    const run = await cli("report", week(folder(), 2), "--suggest-thresholds");
+    expect(run.exitCode).toBe(0);
+    expect(run.stderr).toBe("");
+    expect(run.stdout.startsWith("Recovery review: 0 incidents")).toBe(true);
+    const tail = run.stdout.slice(run.stdout.indexOf("\nSuggested thresholds:") + 1);
+    expect(tail.split("\n")[0]).toBe(
+      "Suggested thresholds: 1 tool signals and 0 stall limits to change, from 10080 rollup lines",
+    );
+    expect(tail).toMatch(
+      /^support +search +P95 latency +302400 +P95 \d+ ms before 2026-11-26T12:00:00\.000Z/m,
+    );
+    expect(tail).toContain('Paste:\ncreateSelfHealing({ agent: "support", health: {');
+  });
+
+  it("a steady week: no change", async () => {
+    const run = await cli("report", week(folder(), 1), "--suggest-thresholds");
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toContain("\nNo change proposed: the current settings fit the period.");
+    expect(run.stdout).not.toContain("Paste:");
+  });
+
+  it("without the flag, no proposals in the text; the usage names it", async () => {
+    const run = await cli("report", week(folder(), 2));
+    expect(run.stdout).not.toContain("Suggested thresholds");
+    const help = await cli("report", "--help");
+    expect(help.stdout).toContain("[--suggest-thresholds]");
+    expect(help.stdout).toMatch(/^ {2}--suggest-thresholds +replay the health thresholds/m);
   });
 });

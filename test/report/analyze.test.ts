@@ -17,6 +17,15 @@ import { event, eventFields, watchdogLine } from "./events.js";
 const MAX_TIME = 8.64e15;
 const T0 = Date.UTC(2026, 0, 1);
 const HOUR = 3_600_000;
+/** The threshold proposals of a log with no rollup lines: none. */
+const NO_THRESHOLDS = {
+  signals: [],
+  stages: [],
+  health: {},
+  watchdog: {},
+  rollups: 0,
+  untracked: 0,
+};
 const NO_WATCHDOG = { events: 0, sessions: 0, verdicts: [], tiers: [], gaveUp: 0, runs: [] };
 
 /** A bar of the series; `patterns` in the order expected. */
@@ -263,6 +272,7 @@ describe("ReviewBuilder", () => {
       costUsd: 0,
       costPerIncidentUsd: 0,
       watchdog: NO_WATCHDOG,
+      thresholds: NO_THRESHOLDS,
       rules: {
         file: { version: 1, source: "selfheal report", rules: [] },
         unclassified: [],
@@ -425,6 +435,7 @@ describe("ReviewBuilder", () => {
       costUsd: 1.5,
       costPerIncidentUsd: 0.25,
       watchdog: NO_WATCHDOG,
+      thresholds: NO_THRESHOLDS,
       rules: {
         file: {
           version: 1,

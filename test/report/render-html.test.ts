@@ -333,7 +333,7 @@ describe("renderHtml", () => {
 
   it("an empty log: the headline and the rules, no chart, no list, no watchdog", () => {
     const empty = renderHtml(reviewText(""));
-    expect(ids(empty)).toEqual(["headline", "suggested-rules"]);
+    expect(ids(empty)).toEqual(["headline", "suggested-rules", "suggested-thresholds"]);
     expect(body(empty)).toContain('<p class="sub">no incident. Times in UTC. 0 incidents.</p>');
     expect(sectionOf(empty, "headline")).toContain(
       card("0", "incidents") + card("n/a", "auto-recovery rate") + card("n/a", "MTTR p50"),
@@ -360,7 +360,7 @@ describe("renderHtml", () => {
         ].join("\n"),
       ),
     );
-    expect(ids(page)).toEqual(["headline", "watchdog", "suggested-rules"]);
+    expect(ids(page)).toEqual(["headline", "watchdog", "suggested-rules", "suggested-thresholds"]);
     expect(sectionOf(page, "watchdog")).toBe(
       [
         '<section id="watchdog"><h2>Watchdog: long runs (1 session)</h2>',

@@ -1,0 +1,712 @@
+/**
+ * `selfheal report --suggest-thresholds`: health thresholds per tool and stall limits per
+ * watchdog stage, proposed from what the log shows the agents doing. Deterministic: the period's
+ * calls (the engine's per-minute rollup lines) are cut into the health signal's 10-minute
+ * windows, and each setting is replayed over them, the current one (from the log's `thresholds`
+ * and watchdog `limits` lines, else the defaults) and the proposed one, counting the windows with
+ * incidents each would have flagged and the quiet windows (no incident in or next to them) it
+ * would have raised false alarms on. A setting is proposed only where it does better.
+ */
+import { DEFAULT_WINDOWS } from "../health/store.js";
+import {
+  DEFAULT_BASELINE_TAU_MS,
+  DEFAULT_THRESHOLDS,
+  type HealthThresholds,
+  type ThresholdOverrides,
+} from "../health/thresholds.js";
+import { Buckets, bucketsProblem } from "../telemetry/log-buckets.js";
+import { DEFAULT_LIMITS } from "../watchdog/verdict.js";
+
+/** The health signal's call window: each window is judged as the evaluator would at its end. */
+const WINDOW_MS = DEFAULT_WINDOWS.callWindowMs;
+const HOUR_MS = 60 * 60_000;
+/** Tools (agent and tool) tallied; calls of others are counted, not judged. */
+const MAX_TOOLS = 500;
+/** Stages (agent and stage) tallied. */
+const MAX_STAGES = 200;
+/** Fewer quiet windows than this (an hour's worth) are too few to set a threshold on. */
+const MIN_QUIET_WINDOWS = 6;
+/** A level shift: the median hourly P95 after it over the one before, at least this (or 1/it). */
+const SHIFT_RATIO = 1.5;
+/** Hours each side of a shift, at the least. */
+const MIN_SHIFT_HOURS = 6;
+/** Steps a stage needs before a stall limit is proposed for it. */
+const MIN_STEPS = 20;
+/** A stall limit this many times the proposal or more is proposed tighter (stalls found sooner). */
+const LOOSE_FACTOR = 4;
+/** Stall limits: the step duration quantile used, the margin over it, the floor and the step. */
+const STALL_QUANTILE = 0.99;
+const STALL_MARGIN = 1.5;
+const STALL_FLOOR_MS = 10_000;
+const STALL_STEP_MS = 5_000;
+
+export type SignalName = "success_rate" | "empty_responses" | "latency_p95";
+
+/** What a setting did (or would have done) over the period's windows. */
+export interface Replay {
+  /** The setting, as a person reads it: `warning below 0.80`, `learned baseline, warning at 3x`. */
+  setting: string;
+  /** Windows with incidents (or after a latency shift) it flagged, of `incidents`. */
+  caught: number;
+  incidents: number;
+  /** Quiet windows it flagged, of `quiet`. */
+  falseAlarms: number;
+  quiet: number;
+}
+
+/** One signal of one tool: the evidence, what the current setting did and what is proposed. */
+export interface SignalAdvice {
+  agent: string;
+  tool: string;
+  signal: SignalName;
+  /** Calls (or LLM calls) in the period, and the windows with enough of them to judge. */
+  samples: number;
+  windows: number;
+  /** What was measured: `lowest quiet success rate 0.97`, `P95 210 ms before, 430 ms after`. */
+  evidence: string;
+  current: Replay;
+  /** Absent: no change proposed (`reason` says why). */
+  suggested?: Replay;
+  /** The overrides proposed for this tool's health thresholds. */
+  overrides?: ThresholdOverrides;
+  /** A level shift of the P95 (latency only), when one was found. */
+  shift?: { at: number; beforeMs: number; afterMs: number; ratio: number };
+  reason: string;
+}
+
+/** One watchdog stage of one agent: observed step durations and the stall limit to set. */
+export interface StageAdvice {
+  agent: string;
+  stage: string;
+  steps: number;
+  /** The quantile used (0.99), its value, and the longest step, ms. */
+  quantile: number;
+  quantileMs: number | null;
+  maxMs: number | null;
+  currentMs: number;
+  /** Steps that took longer than the current limit: called stalled while only slow. */
+  currentOver: number;
+  suggestedMs?: number;
+  suggestedOver?: number;
+  reason: string;
+}
+
+export interface ThresholdSuggestions {
+  /** Per tool and signal, tools in name order. */
+  signals: SignalAdvice[];
+  stages: StageAdvice[];
+  /** The fragments to paste, per agent: `createSelfHealing({ agent, health })`. */
+  health: Record<string, { tools: Record<string, ThresholdOverrides> }>;
+  /** `Supervisor({ limits: { stageStallMs } })`, per agent. */
+  watchdog: Record<string, { stageStallMs: Record<string, number> }>;
+  /** Rollup lines read; tools and stages past the bound (counted, not judged). */
+  rollups: number;
+  untracked: number;
+}
+
+/** One call window of one tool, summed from its minutes. */
+interface Window {
+  ok: number;
+  failed: number;
+  llm: number;
+  empty: number;
+  latency: Buckets;
+}
+
+interface ToolTally {
+  agent: string;
+  tool: string;
+  windows: Map<number, Window>;
+  /** Starts of the windows with an incident of this tool. */
+  incidents: Set<number>;
+}
+
+interface Settings {
+  at: number;
+  thresholds: HealthThresholds;
+  tools: Record<string, HealthThresholds>;
+  tauMs: number;
+}
+
+interface Limits {
+  at: number;
+  stallMs: number;
+  stageStallMs: Record<string, number>;
+}
+
+const isCount = (v: unknown): v is number =>
+  typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+const windowOf = (at: number) => Math.floor(at / WINDOW_MS) * WINDOW_MS;
+
+/** Why a `calls` line is not one (`CallRollupLine`), or undefined when it is. */
+export function callsProblem(e: Record<string, unknown>): string | undefined {
+  for (const key of ["agent", "tool"])
+    if (typeof e[key] !== "string") return `${key} is not a string`;
+  for (const key of ["ok", "failed", "llm", "empty"])
+    if (!isCount(e[key])) return `${key} is not a count`;
+  if ((e.empty as number) > (e.llm as number)) return "empty is more than llm";
+  const problem = bucketsProblem(e.latencyMs);
+  return problem === undefined ? undefined : `latencyMs: ${problem}`;
+}
+
+/** Why a `thresholds` line is not one, or undefined when it is (only the fields read are checked). */
+export function thresholdsProblem(e: Record<string, unknown>): string | undefined {
+  if (typeof e.agent !== "string") return "agent is not a string";
+  if (!isObject(e.thresholds)) return "thresholds is not an object";
+  if (e.tools !== undefined && !isObject(e.tools)) return "tools is not an object";
+  return undefined;
+}
+
+/** Why a watchdog `steps` line is not one, or undefined when it is. */
+export function stepsProblem(e: Record<string, unknown>): string | undefined {
+  if (typeof e.stage !== "string") return "stage is not a string";
+  if (!isCount(e.steps)) return "steps is not a count";
+  const problem = bucketsProblem(e.durationsMs);
+  return problem === undefined ? undefined : `durationsMs: ${problem}`;
+}
+
+/** Why a watchdog `limits` line is not one, or undefined when it is. */
+export function limitsProblem(e: Record<string, unknown>): string | undefined {
+  if (typeof e.stallMs !== "number" || !(e.stallMs > 0)) return "stallMs is not a duration";
+  if (e.stageStallMs !== undefined && !isObject(e.stageStallMs))
+    return "stageStallMs is not an object";
+  return undefined;
+}
+
+/** A number read from a settings line, else the default. */
+const num = (v: unknown, fallback: number | null): number | null =>
+  v === null ? null : typeof v === "number" && Number.isFinite(v) ? v : fallback;
+
+/** Thresholds from a line, each field checked and defaulted: a hand-edited line cannot break it. */
+function readThresholds(v: unknown, base: HealthThresholds): HealthThresholds {
+  const o = isObject(v) ? v : {};
+  const group = (k: keyof HealthThresholds) => (isObject(o[k]) ? o[k] : {});
+  const s = group("successRate");
+  const l = group("latency");
+  const e = group("emptyResponses");
+  return {
+    successRate: {
+      warning: num(s.warning, base.successRate.warning),
+      critical: num(s.critical, base.successRate.critical),
+      minSamples: num(s.minSamples, base.successRate.minSamples) ?? base.successRate.minSamples,
+    },
+    latency: {
+      warningFactor: num(l.warningFactor, base.latency.warningFactor),
+      criticalFactor: num(l.criticalFactor, base.latency.criticalFactor),
+      minSamples: num(l.minSamples, base.latency.minSamples) ?? base.latency.minSamples,
+      baselineMs: num(l.baselineMs, base.latency.baselineMs),
+    },
+    emptyResponses: {
+      warning: num(e.warning, base.emptyResponses.warning),
+      critical: num(e.critical, base.emptyResponses.critical),
+      minSamples:
+        num(e.minSamples, base.emptyResponses.minSamples) ?? base.emptyResponses.minSamples,
+    },
+    taskCompletion: base.taskCompletion,
+  };
+}
+
+const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+};
+const floorTo = (v: number, step: number) => Math.floor(v / step + 1e-9) * step;
+const ceilTo = (v: number, step: number) => Math.ceil(v / step - 1e-9) * step;
+const clamp = (v: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, v));
+const round2 = (v: number) => Math.round(v * 100) / 100;
+const ms = (v: number) => `${Math.round(v)} ms`;
+
+/** A window judged on one signal: its start, value, and whether it is an incident or quiet one. */
+interface Point {
+  at: number;
+  value: number;
+  incident: boolean;
+  quiet: boolean;
+}
+
+/** Counts what flagging `flag` windows does: incidents caught, quiet windows alarmed. */
+function replay(points: Point[], setting: string, flag: (p: Point) => boolean): Replay {
+  const r: Replay = { setting, caught: 0, incidents: 0, falseAlarms: 0, quiet: 0 };
+  for (const p of points) {
+    const flagged = flag(p);
+    if (p.incident) {
+      r.incidents++;
+      if (flagged) r.caught++;
+    } else if (p.quiet) {
+      r.quiet++;
+      if (flagged) r.falseAlarms++;
+    }
+  }
+  return r;
+}
+
+/** Whether `b` does better than `a`: fewer false alarms, or as few and more incidents caught. */
+const better = (b: Replay, a: Replay) =>
+  b.falseAlarms < a.falseAlarms || (b.falseAlarms === a.falseAlarms && b.caught > a.caught);
+
+/** The tally of rollups, settings and incidents, and the proposals made from it. */
+export class ThresholdTally {
+  private readonly tools = new Map<string, ToolTally>();
+  private readonly stages = new Map<string, { agent: string; stage: string; durations: Buckets }>();
+  private readonly settings = new Map<string, Settings>();
+  private readonly limits = new Map<string, Limits>();
+  private rollups = 0;
+  private untracked = 0;
+
+  private tool(agent: string, tool: string): ToolTally | undefined {
+    const key = JSON.stringify([agent, tool]);
+    let t = this.tools.get(key);
+    if (!t) {
+      if (this.tools.size >= MAX_TOOLS) return undefined;
+      t = { agent, tool, windows: new Map(), incidents: new Set() };
+      this.tools.set(key, t);
+    }
+    return t;
+  }
+
+  /** A `calls` line (checked by callsProblem). */
+  addCalls(e: Record<string, unknown>): void {
+    this.rollups++;
+    const t = this.tool(e.agent as string, e.tool as string);
+    if (!t) {
+      this.untracked++;
+      return;
+    }
+    const start = windowOf(e.at as number);
+    let w = t.windows.get(start);
+    if (!w)
+      t.windows.set(start, (w = { ok: 0, failed: 0, llm: 0, empty: 0, latency: new Buckets() }));
+    w.ok += e.ok as number;
+    w.failed += e.failed as number;
+    w.llm += e.llm as number;
+    w.empty += e.empty as number;
+    w.latency.addEncoded(e.latencyMs as Record<string, number>);
+  }
+
+  /** An incident of `tool` at `at`: its window is one the thresholds should flag. */
+  addIncident(agent: string, tool: string, at: number): void {
+    this.tool(agent, tool)?.incidents.add(windowOf(at));
+  }
+
+  /** A `thresholds` line: the latest one per agent is the setting in effect. */
+  addSettings(e: Record<string, unknown>): void {
+    const agent = e.agent as string;
+    const at = e.at as number;
+    if ((this.settings.get(agent)?.at ?? -Infinity) > at) return;
+    const thresholds = readThresholds(e.thresholds, DEFAULT_THRESHOLDS);
+    const tools: Record<string, HealthThresholds> = {};
+    for (const [name, value] of Object.entries(
+      (e.tools as Record<string, unknown> | undefined) ?? {},
+    ))
+      tools[name] = readThresholds(value, thresholds);
+    const tauMs = num(e.baselineTauMs, DEFAULT_BASELINE_TAU_MS) ?? DEFAULT_BASELINE_TAU_MS;
+    this.settings.set(agent, { at, thresholds, tools, tauMs });
+  }
+
+  /** A watchdog `steps` line (checked by stepsProblem). */
+  addSteps(e: Record<string, unknown>): void {
+    this.rollups++;
+    const key = JSON.stringify([e.agent, e.stage]);
+    let s = this.stages.get(key);
+    if (!s) {
+      if (this.stages.size >= MAX_STAGES) {
+        this.untracked++;
+        return;
+      }
+      s = { agent: e.agent as string, stage: e.stage as string, durations: new Buckets() };
+      this.stages.set(key, s);
+    }
+    s.durations.addEncoded(e.durationsMs as Record<string, number>);
+  }
+
+  /** A watchdog `limits` line: the latest one per agent is the setting in effect. */
+  addLimits(e: Record<string, unknown>): void {
+    const agent = e.agent as string;
+    const at = e.at as number;
+    if ((this.limits.get(agent)?.at ?? -Infinity) > at) return;
+    const stage: Record<string, number> = {};
+    for (const [name, v] of Object.entries(
+      (e.stageStallMs as Record<string, unknown> | undefined) ?? {},
+    ))
+      if (typeof v === "number" && v > 0) stage[name] = v;
+    this.limits.set(agent, { at, stallMs: e.stallMs as number, stageStallMs: stage });
+  }
+
+  suggest(): ThresholdSuggestions {
+    const signals: SignalAdvice[] = [];
+    const health: ThresholdSuggestions["health"] = {};
+    const sorted = [...this.tools.values()]
+      .filter((t) => t.windows.size > 0)
+      .sort((a, b) => a.agent.localeCompare(b.agent) || a.tool.localeCompare(b.tool));
+    for (const t of sorted) {
+      const settings = this.settings.get(t.agent);
+      const thresholds = settings?.tools[t.tool] ?? settings?.thresholds ?? DEFAULT_THRESHOLDS;
+      const tau = settings?.tauMs ?? DEFAULT_BASELINE_TAU_MS;
+      for (const advice of [
+        successAdvice(t, thresholds),
+        emptyAdvice(t, thresholds),
+        latencyAdvice(t, thresholds, tau),
+      ]) {
+        if (!advice) continue;
+        signals.push(advice);
+        if (!advice.overrides) continue;
+        const tools = (health[t.agent] ??= { tools: {} }).tools;
+        const own = (tools[t.tool] ??= {});
+        for (const [group, values] of Object.entries(advice.overrides))
+          Object.assign(((own as Record<string, object>)[group] ??= {}), values);
+      }
+    }
+    const stages: StageAdvice[] = [];
+    const watchdog: ThresholdSuggestions["watchdog"] = {};
+    for (const s of [...this.stages.values()].sort(
+      (a, b) => a.agent.localeCompare(b.agent) || a.stage.localeCompare(b.stage),
+    )) {
+      const advice = stageAdvice(s.agent, s.stage, s.durations, this.limits.get(s.agent));
+      stages.push(advice);
+      if (advice.suggestedMs !== undefined)
+        (watchdog[s.agent] ??= { stageStallMs: {} }).stageStallMs[s.stage] = advice.suggestedMs;
+    }
+    return { signals, stages, health, watchdog, rollups: this.rollups, untracked: this.untracked };
+  }
+}
+
+/** The tool's windows in time order, each marked incident (one in it) or quiet (none next to it). */
+function marked(t: ToolTally): { at: number; w: Window; incident: boolean; quiet: boolean }[] {
+  return [...t.windows]
+    .sort((a, b) => a[0] - b[0])
+    .map(([at, w]) => ({
+      at,
+      w,
+      incident: t.incidents.has(at),
+      quiet: ![at - WINDOW_MS, at, at + WINDOW_MS].some((x) => t.incidents.has(x)),
+    }));
+}
+
+/** The success-rate warning: just under the lowest quiet window's rate, if that does better. */
+function successAdvice(t: ToolTally, th: HealthThresholds): SignalAdvice | undefined {
+  const { warning, minSamples } = th.successRate;
+  const all = marked(t);
+  const samples = all.reduce((n, x) => n + x.w.ok + x.w.failed, 0);
+  if (samples === 0) return undefined;
+  const points: Point[] = all
+    .filter((x) => x.w.ok + x.w.failed >= minSamples)
+    .map((x) => ({ ...x, value: x.w.ok / (x.w.ok + x.w.failed) }));
+  const current = replay(
+    points,
+    warning === null ? "off" : `warning below ${warning.toFixed(2)}`,
+    (p) => warning !== null && p.value < warning,
+  );
+  const base = {
+    agent: t.agent,
+    tool: t.tool,
+    signal: "success_rate" as const,
+    samples,
+    windows: points.length,
+    current,
+  };
+  const quiet = points.filter((p) => p.quiet).map((p) => p.value);
+  if (quiet.length < MIN_QUIET_WINDOWS)
+    return {
+      ...base,
+      evidence: `${quiet.length} quiet windows`,
+      reason: "too few quiet windows to judge",
+    };
+  const lowest = Math.min(...quiet);
+  const evidence = `lowest quiet success rate ${lowest.toFixed(3)}`;
+  const candidate = round2(clamp(floorTo(lowest - 0.02, 0.01), 0.5, 0.99));
+  const critical = th.successRate.critical;
+  const suggested = replay(
+    points,
+    `warning below ${candidate.toFixed(2)}`,
+    (p) => p.value < candidate,
+  );
+  if (candidate === warning || !better(suggested, current))
+    return { ...base, evidence, reason: "no change: the current setting does as well" };
+  return {
+    ...base,
+    evidence,
+    suggested,
+    overrides: {
+      successRate: {
+        warning: candidate,
+        // The warning stays above the critical level.
+        ...(critical !== null &&
+          critical >= candidate && { critical: round2(Math.max(0, candidate - 0.1)) }),
+      },
+    },
+    reason:
+      suggested.falseAlarms < current.falseAlarms
+        ? `the current warning alarmed on ${current.falseAlarms} quiet windows`
+        : `the current warning missed ${current.incidents - current.caught} incident windows`,
+  };
+}
+
+/** The empty-response warning: just over the highest quiet window's rate, if that does better. */
+function emptyAdvice(t: ToolTally, th: HealthThresholds): SignalAdvice | undefined {
+  const { warning, minSamples } = th.emptyResponses;
+  const all = marked(t);
+  const samples = all.reduce((n, x) => n + x.w.llm, 0);
+  if (samples === 0) return undefined;
+  const points: Point[] = all
+    .filter((x) => x.w.llm >= minSamples)
+    .map((x) => ({ ...x, value: x.w.empty / x.w.llm }));
+  const current = replay(
+    points,
+    warning === null ? "off" : `warning above ${warning.toFixed(2)}`,
+    (p) => warning !== null && p.value > warning,
+  );
+  const base = {
+    agent: t.agent,
+    tool: t.tool,
+    signal: "empty_responses" as const,
+    samples,
+    windows: points.length,
+    current,
+  };
+  const quiet = points.filter((p) => p.quiet).map((p) => p.value);
+  if (quiet.length < MIN_QUIET_WINDOWS)
+    return {
+      ...base,
+      evidence: `${quiet.length} quiet windows`,
+      reason: "too few quiet windows to judge",
+    };
+  const highest = Math.max(...quiet);
+  const evidence = `highest quiet empty rate ${highest.toFixed(3)}`;
+  const candidate = round2(clamp(ceilTo(highest + 0.02, 0.01), 0.01, 0.5));
+  const critical = th.emptyResponses.critical;
+  const suggested = replay(
+    points,
+    `warning above ${candidate.toFixed(2)}`,
+    (p) => p.value > candidate,
+  );
+  if (candidate === warning || !better(suggested, current))
+    return { ...base, evidence, reason: "no change: the current setting does as well" };
+  return {
+    ...base,
+    evidence,
+    suggested,
+    overrides: {
+      emptyResponses: {
+        warning: candidate,
+        ...(critical !== null &&
+          critical <= candidate && { critical: round2(Math.min(1, candidate + 0.1)) }),
+      },
+    },
+    reason:
+      suggested.falseAlarms < current.falseAlarms
+        ? `the current warning alarmed on ${current.falseAlarms} quiet windows`
+        : `the current warning missed ${current.incidents - current.caught} incident windows`,
+  };
+}
+
+/**
+ * Replays the latency signal over the windows as the evaluator judges it: the P95 against a
+ * pinned baseline, or one learned from healthy windows (a time-weighted average, time constant
+ * `tauMs`, started at the first window's P95). Returns each point's flag.
+ */
+function replayLatency(
+  points: Point[],
+  factor: number | null,
+  pinned: number | null,
+  tauMs: number,
+): boolean[] {
+  let learned: { ms: number; at: number } | undefined;
+  return points.map((p) => {
+    const baseline = pinned ?? learned?.ms ?? null;
+    const flagged = baseline !== null && factor !== null && p.value / baseline > factor;
+    if (pinned === null && !flagged) {
+      const ms = learned
+        ? learned.ms + (p.value - learned.ms) * (1 - Math.exp(-(p.at - learned.at) / tauMs))
+        : p.value;
+      learned = { ms, at: p.at };
+    }
+    return flagged;
+  });
+}
+
+const latencySetting = (factor: number | null, pinned: number | null) =>
+  `${pinned === null ? "learned baseline" : `baseline ${ms(pinned)}`}, ${factor === null ? "no warning" : `warning at ${factor}x`}`;
+
+/**
+ * A level shift of the hourly P95: the split that best cuts the log P95s in two (least squares:
+ * it places the shift where it happened, where medians would tie over a range), kept when the
+ * median hourly P95 after it is 1.5x the one before or more (or 1/1.5x or less): medians, so a
+ * spike of an hour or two is never a shift.
+ */
+function findShift(
+  t: ToolTally,
+  minSamples: number,
+): { at: number; beforeMs: number; afterMs: number; ratio: number } | undefined {
+  const hours = new Map<number, Buckets>();
+  for (const [at, w] of t.windows) {
+    const h = Math.floor(at / HOUR_MS) * HOUR_MS;
+    let b = hours.get(h);
+    if (!b) hours.set(h, (b = new Buckets()));
+    b.merge(w.latency);
+  }
+  const series = [...hours]
+    .filter(([, b]) => b.total >= minSamples)
+    .sort((a, b) => a[0] - b[0])
+    .map(([at, b]) => ({ at, p95: Math.max(1, b.quantile(0.95) ?? 1) }));
+  const n = series.length;
+  const least = Math.max(MIN_SHIFT_HOURS, Math.ceil(n * 0.1));
+  if (n < 2 * least) return undefined;
+  const logs = series.map((h) => Math.log(h.p95));
+  const total = logs.reduce((a, b) => a + b, 0);
+  let best = { k: least, score: -1 };
+  let before = 0;
+  for (let k = 1; k < n - least + 1; k++) {
+    before += logs[k - 1] ?? 0;
+    if (k < least) continue;
+    const gap = before / k - (total - before) / (n - k);
+    const score = ((k * (n - k)) / n) * gap * gap;
+    if (score > best.score) best = { k, score };
+  }
+  const beforeMs = median(series.slice(0, best.k).map((h) => h.p95));
+  const afterMs = median(series.slice(best.k).map((h) => h.p95));
+  const ratio = afterMs / beforeMs;
+  if (ratio < SHIFT_RATIO && ratio > 1 / SHIFT_RATIO) return undefined;
+  return { at: series[best.k]?.at ?? 0, beforeMs, afterMs, ratio };
+}
+
+/**
+ * The latency warning. A level shift of the P95 (the median hourly P95 moved by 1.5x or more for
+ * 6 hours or more) is flagged: upward, a learned baseline follows it and health never warns, so a
+ * baseline pinned at the level before it is proposed, with the lowest warning factor that spares
+ * the quiet windows before it; downward, a pinned baseline is stale and the new level proposed.
+ * Without a shift, a factor that stops false alarms on quiet windows, if any.
+ */
+function latencyAdvice(
+  t: ToolTally,
+  th: HealthThresholds,
+  tauMs: number,
+): SignalAdvice | undefined {
+  const { warningFactor, minSamples, baselineMs } = th.latency;
+  const all = marked(t);
+  const samples = all.reduce((n, x) => n + x.w.latency.total, 0);
+  if (samples === 0) return undefined;
+  const shift = findShift(t, minSamples);
+  const points: Point[] = all
+    .filter((x) => x.w.latency.total >= minSamples)
+    .map((x) => ({
+      at: x.at,
+      value: x.w.latency.quantile(0.95) ?? 0,
+      // After an upward shift, every window is one health should flag.
+      incident: x.incident || (shift !== undefined && shift.ratio > 1 && x.at >= shift.at),
+      quiet: x.quiet && !(shift !== undefined && shift.ratio > 1 && x.at >= shift.at),
+    }));
+  const judge = (factor: number | null, pinned: number | null) => {
+    const flags = replayLatency(points, factor, pinned, tauMs);
+    let i = 0;
+    return replay(points, latencySetting(factor, pinned), () => flags[i++] ?? false);
+  };
+  const current = judge(warningFactor, baselineMs);
+  const base = {
+    agent: t.agent,
+    tool: t.tool,
+    signal: "latency_p95" as const,
+    samples,
+    windows: points.length,
+    current,
+  };
+  const p95 = median(points.map((p) => p.value));
+  if (shift && shift.ratio > 1) {
+    const pinned = Math.round(shift.beforeMs);
+    const quiet = points.filter((p) => p.quiet && p.at < shift.at).map((p) => p.value / pinned);
+    const factor = round2(Math.max(1.2, ceilTo(Math.max(0, ...quiet) * 1.05, 0.1)));
+    const suggested = judge(factor, pinned);
+    const evidence = `P95 ${ms(shift.beforeMs)} before ${new Date(shift.at).toISOString()}, ${ms(shift.afterMs)} after (x${shift.ratio.toFixed(2)})`;
+    if (!better(suggested, current))
+      return {
+        ...base,
+        evidence,
+        shift,
+        reason: "shift flagged; the current setting already warns on it",
+      };
+    return {
+      ...base,
+      evidence,
+      shift,
+      suggested,
+      overrides: { latency: { baselineMs: pinned, warningFactor: factor } },
+      reason: `P95 rose x${shift.ratio.toFixed(2)} and ${baselineMs === null ? "the learned baseline followed it" : "the warning factor let it pass"}: pin the baseline before it (if the new level is expected, keep the current setting)`,
+    };
+  }
+  if (shift && baselineMs !== null) {
+    const pinned = Math.round(shift.afterMs);
+    const evidence = `P95 ${ms(shift.beforeMs)} before ${new Date(shift.at).toISOString()}, ${ms(shift.afterMs)} after (x${shift.ratio.toFixed(2)})`;
+    return {
+      ...base,
+      evidence,
+      shift,
+      suggested: judge(warningFactor, pinned),
+      overrides: { latency: { baselineMs: pinned } },
+      reason: `P95 fell x${shift.ratio.toFixed(2)}: the pinned baseline ${ms(baselineMs)} is stale`,
+    };
+  }
+  const evidence = `median window P95 ${ms(p95)}${shift ? ` (fell x${shift.ratio.toFixed(2)} on ${new Date(shift.at).toISOString()})` : ""}`;
+  if (current.falseAlarms === 0 || warningFactor === null)
+    return { ...base, evidence, reason: "no change: no false alarm on quiet windows" };
+  // Raise the factor past the quiet windows' worst ratio to the baseline the replay learned.
+  for (let factor = ceilTo(warningFactor + 0.5, 0.5); factor <= 20; factor += 0.5) {
+    const suggested = judge(factor, baselineMs);
+    if (suggested.falseAlarms === 0)
+      return {
+        ...base,
+        evidence,
+        suggested,
+        overrides: { latency: { warningFactor: factor } },
+        reason: `the current factor alarmed on ${current.falseAlarms} quiet windows`,
+      };
+  }
+  return {
+    ...base,
+    evidence,
+    reason: "no factor up to 20x spares the quiet windows: latency is erratic",
+  };
+}
+
+/** A stall limit for a stage: the 0.99 quantile of its step durations with a 1.5x margin. */
+function stageAdvice(
+  agent: string,
+  stage: string,
+  d: Buckets,
+  limits: Limits | undefined,
+): StageAdvice {
+  const currentMs = limits?.stageStallMs[stage] ?? limits?.stallMs ?? DEFAULT_LIMITS.stallMs;
+  const quantileMs = d.quantile(STALL_QUANTILE);
+  const base: StageAdvice = {
+    agent,
+    stage,
+    steps: d.total,
+    quantile: STALL_QUANTILE,
+    quantileMs,
+    maxMs: d.quantile(1),
+    currentMs,
+    currentOver: d.above(currentMs),
+    reason: "",
+  };
+  if (d.total < MIN_STEPS || quantileMs === null)
+    return { ...base, reason: `too few steps to judge (${d.total} of ${MIN_STEPS})` };
+  const suggestedMs = Math.max(STALL_FLOOR_MS, ceilTo(quantileMs * STALL_MARGIN, STALL_STEP_MS));
+  const suggestedOver = d.above(suggestedMs);
+  if (base.currentOver > 0 && suggestedMs > currentMs)
+    return {
+      ...base,
+      suggestedMs,
+      suggestedOver,
+      reason: `${base.currentOver} steps took longer than the current limit: slow, not stuck`,
+    };
+  // Tighter only when no step seen would have been called stalled.
+  if (currentMs >= LOOSE_FACTOR * suggestedMs && suggestedOver === 0)
+    return {
+      ...base,
+      suggestedMs,
+      suggestedOver,
+      reason: `the current limit is ${Math.floor(currentMs / suggestedMs)}x the slowest steps: stalls found sooner`,
+    };
+  return { ...base, reason: "no change: the current limit fits" };
+}

@@ -1,0 +1,322 @@
+import { describe, expect, it } from "vitest";
+import { ReviewBuilder, reviewText } from "../../src/report/analyze.js";
+import { renderThresholdSuggestions } from "../../src/report/render-text.js";
+import type { SignalAdvice, ThresholdSuggestions } from "../../src/report/suggest-thresholds.js";
+import {
+  callsLine,
+  callsLines,
+  DAY,
+  HOUR,
+  incidentLine,
+  MINUTE,
+  spread,
+  stepsLine,
+  WEEK_START,
+} from "./rollups.js";
+
+const WEEK_END = WEEK_START + 7 * DAY;
+const STEADY = spread(30, 150, 250);
+const DOUBLED = STEADY.map((ms) => ms * 2);
+const SHIFT_AT = WEEK_START + 3.5 * DAY;
+
+const suggest = (lines: string[]): ThresholdSuggestions => reviewText(lines.join("\n")).thresholds;
+const signal = (s: ThresholdSuggestions, tool: string, name: SignalAdvice["signal"]) => {
+  const found = s.signals.find((a) => a.tool === tool && a.signal === name);
+  if (!found) throw new Error(`no ${name} advice for ${tool}`);
+  return found;
+};
+
+/** A settings line as the engine writes it at start (only the fields that differ from defaults). */
+const thresholdsLine = (agent: string, thresholds: object, tools: object = {}) =>
+  JSON.stringify({ type: "thresholds", at: WEEK_START - HOUR, agent, thresholds, tools });
+
+describe("--suggest-thresholds: latency", () => {
+  const week = (latencies: (at: number) => number[]) =>
+    callsLines("support", "search", WEEK_START, WEEK_END, (at) => ({
+      ok: 30,
+      latencies: latencies(at),
+    }));
+
+  it("flags a P95 that doubled mid-week, and proposes the baseline before it", () => {
+    const s = suggest(week((at) => (at < SHIFT_AT ? STEADY : DOUBLED)));
+    const latency = signal(s, "search", "latency_p95");
+    expect(latency.shift?.at).toBe(SHIFT_AT);
+    expect(latency.shift?.ratio).toBeCloseTo(2, 1);
+    // The P95 of 150..250 ms is 246.6 ms: a bucket's point is within 4.5 % of it.
+    expect(Math.abs((latency.shift?.beforeMs ?? 0) / 246.6 - 1)).toBeLessThan(0.045);
+    // The learned baseline follows the doubling (2x < the 3x warning): health never warned.
+    expect(latency.current).toEqual({
+      setting: "learned baseline, warning at 3x",
+      caught: 0,
+      incidents: 504, // 3.5 days of 10-minute windows after the shift
+      falseAlarms: 0,
+      quiet: 504,
+    });
+    expect(latency.suggested).toMatchObject({ caught: 504, incidents: 504, falseAlarms: 0 });
+    const pinned = Math.round(latency.shift?.beforeMs ?? 0);
+    expect(latency.overrides).toEqual({ latency: { baselineMs: pinned, warningFactor: 1.2 } });
+    expect(latency.reason).toMatch(/^P95 rose x2\.0\d and the learned baseline followed it/);
+    expect(s.health).toEqual({
+      support: { tools: { search: { latency: { baselineMs: pinned, warningFactor: 1.2 } } } },
+    });
+    // Success and empty rates: nothing to change.
+    expect(signal(s, "search", "success_rate").suggested).toBeUndefined();
+    expect(s.signals.some((a) => a.signal === "empty_responses")).toBe(false);
+
+    const text = renderThresholdSuggestions(s);
+    expect(text.split("\n")[0]).toBe(
+      "Suggested thresholds: 1 tool signals and 0 stall limits to change, from 10080 rollup lines",
+    );
+    expect(text).toContain(`"baselineMs": ${pinned}`);
+    expect(text).toContain('createSelfHealing({ agent: "support", health: {');
+  });
+
+  it("proposes no change on a steady week", () => {
+    const s = suggest(week(() => STEADY));
+    expect(s.health).toEqual({});
+    expect(s.watchdog).toEqual({});
+    expect(s.signals.map((a) => [a.signal, a.suggested, a.overrides])).toEqual([
+      ["success_rate", undefined, undefined],
+      ["latency_p95", undefined, undefined],
+    ]);
+    expect(signal(s, "search", "latency_p95").reason).toBe(
+      "no change: no false alarm on quiet windows",
+    );
+    expect(renderThresholdSuggestions(s)).toContain(
+      "No change proposed: the current settings fit the period.",
+    );
+  });
+
+  it("ignores a spike of two hours (medians, not means): no shift", () => {
+    const spike = (at: number) => at >= SHIFT_AT && at < SHIFT_AT + 2 * HOUR;
+    const s = suggest(week((at) => (spike(at) ? DOUBLED.map((x) => x * 5) : STEADY)));
+    expect(signal(s, "search", "latency_p95").shift).toBeUndefined();
+  });
+
+  it("with a pinned baseline, a P95 that halved makes the baseline stale", () => {
+    const halved = STEADY.map((ms) => ms / 2);
+    const s = suggest([
+      thresholdsLine("support", { latency: { baselineMs: 247 } }),
+      ...week((at) => (at < SHIFT_AT ? STEADY : halved)),
+    ]);
+    const latency = signal(s, "search", "latency_p95");
+    expect(latency.shift?.ratio).toBeCloseTo(0.5, 1);
+    expect(latency.overrides).toEqual({
+      latency: { baselineMs: Math.round(latency.shift?.afterMs ?? 0) },
+    });
+    expect(latency.reason).toBe("P95 fell x0.50: the pinned baseline 247 ms is stale");
+  });
+
+  it("raises a warning factor that alarms on quiet windows", () => {
+    // Every sixth hour is three times slower, with no incident: a 2x warning alarms on it.
+    const slowHour = (at: number) => Math.floor(at / HOUR) % 6 === 0;
+    const s = suggest([
+      thresholdsLine("support", { latency: { warningFactor: 2, baselineMs: 250 } }),
+      ...callsLines("support", "search", WEEK_START, WEEK_START + DAY, (at) => ({
+        ok: 30,
+        latencies: slowHour(at) ? STEADY.map((x) => x * 3) : STEADY,
+      })),
+    ]);
+    const latency = signal(s, "search", "latency_p95");
+    expect(latency.current.falseAlarms).toBe(24); // 4 slow hours x 6 windows
+    expect(latency.overrides).toEqual({ latency: { warningFactor: 3.5 } });
+    expect(latency.suggested?.falseAlarms).toBe(0);
+  });
+});
+
+describe("--suggest-thresholds: success and empty rates", () => {
+  /** A day of 30 calls a minute; from 10:00 to 10:30 four of every 30 fail, with incidents. */
+  const day = [
+    ...callsLines("support", "pay", WEEK_START, WEEK_START + DAY, (at) => {
+      const bad = at >= WEEK_START + 10 * HOUR && at < WEEK_START + 10.5 * HOUR;
+      return { ok: bad ? 26 : 30, failed: bad ? 4 : 0, latencies: STEADY };
+    }),
+    ...[5, 15, 25].map((m) => incidentLine(WEEK_START + 10 * HOUR + m * MINUTE, "support", "pay")),
+  ];
+
+  it("proposes a warning that catches the incident windows the default 0.8 missed", () => {
+    const s = suggest(day);
+    const rate = signal(s, "pay", "success_rate");
+    expect(rate.evidence).toBe("lowest quiet success rate 1.000");
+    // 144 windows; 3 incident windows; quiet: all but those 3 and their 2 neighbours.
+    expect(rate.current).toEqual({
+      setting: "warning below 0.80",
+      caught: 0,
+      incidents: 3,
+      falseAlarms: 0,
+      quiet: 139,
+    });
+    expect(rate.suggested).toEqual({
+      setting: "warning below 0.98",
+      caught: 3,
+      incidents: 3,
+      falseAlarms: 0,
+      quiet: 139,
+    });
+    expect(rate.overrides).toEqual({ successRate: { warning: 0.98 } });
+    expect(rate.reason).toBe("the current warning missed 3 incident windows");
+  });
+
+  it("lowers a warning that alarms on a tool's normal failures, and keeps critical below it", () => {
+    const s = suggest([
+      thresholdsLine("support", {}, { flaky: { successRate: { warning: 0.97, critical: 0.95 } } }),
+      ...callsLines("support", "flaky", WEEK_START, WEEK_START + DAY, () => ({
+        ok: 93,
+        failed: 7,
+        latencies: STEADY,
+      })),
+    ]);
+    const rate = signal(s, "flaky", "success_rate");
+    expect(rate.current.falseAlarms).toBe(144);
+    expect(rate.overrides).toEqual({ successRate: { warning: 0.91, critical: 0.81 } });
+    expect(rate.suggested?.falseAlarms).toBe(0);
+    expect(rate.reason).toBe("the current warning alarmed on 144 quiet windows");
+  });
+
+  it("judges empty responses of LLM calls, and needs an hour of quiet windows", () => {
+    const llm = (empty: number) => ({ ok: 50, llm: 50, empty, latencies: STEADY });
+    const s = suggest([
+      thresholdsLine("support", { emptyResponses: { warning: 0.02, critical: 0.03 } }),
+      ...callsLines("support", "model", WEEK_START, WEEK_START + DAY, () => llm(1)),
+      ...callsLines("support", "brief", WEEK_START, WEEK_START + 50 * MINUTE, () => llm(0)),
+    ]);
+    const empty = signal(s, "model", "empty_responses");
+    expect(empty.evidence).toBe("highest quiet empty rate 0.020");
+    expect(empty.current.falseAlarms).toBe(0);
+    expect(empty.suggested).toBeUndefined();
+    // Five windows are too few to set a threshold on.
+    expect(signal(s, "brief", "empty_responses").reason).toBe("too few quiet windows to judge");
+  });
+
+  it("proposes an empty-rate warning above the quiet windows' highest rate", () => {
+    const s = suggest([
+      thresholdsLine("support", { emptyResponses: { warning: 0.01, critical: 0.03 } }),
+      ...callsLines("support", "model", WEEK_START, WEEK_START + DAY, () => ({
+        ok: 50,
+        llm: 50,
+        empty: 1,
+        latencies: STEADY,
+      })),
+    ]);
+    const empty = signal(s, "model", "empty_responses");
+    expect(empty.current.falseAlarms).toBe(144);
+    expect(empty.overrides).toEqual({ emptyResponses: { warning: 0.04, critical: 0.14 } });
+  });
+});
+
+describe("--suggest-thresholds: watchdog stall limits", () => {
+  const minutes = (n: number, f: (i: number) => string) =>
+    Array.from({ length: n }, (_, i) => f(i));
+
+  it("raises a limit slow steps passed, tightens a loose one, and leaves a thin stage alone", () => {
+    const s = suggest([
+      JSON.stringify({
+        type: "watchdog",
+        kind: "limits",
+        at: WEEK_START - HOUR,
+        agent: "night",
+        session: "s1",
+        stallMs: 90_000,
+        stageStallMs: { think: 120_000 },
+        graceMs: 60_000,
+        deadMs: 30_000,
+      }),
+      // tool_call: steps of 60 to 150 s; the 90 s limit calls the slowest stalled.
+      ...minutes(40, (i) =>
+        stepsLine(WEEK_START + i * MINUTE, "night", "tool_call", spread(5, 60_000, 150_000)),
+      ),
+      // think: 2 s steps under a 120 s limit.
+      ...minutes(40, (i) =>
+        stepsLine(WEEK_START + i * MINUTE, "night", "think", spread(5, 1_500, 2_500)),
+      ),
+      ...minutes(2, (i) => stepsLine(WEEK_START + i * MINUTE, "night", "rare", [5_000])),
+    ]);
+    const [rare, think, toolCall] = s.stages;
+    expect(toolCall).toMatchObject({ stage: "tool_call", steps: 200, currentMs: 90_000 });
+    expect(toolCall?.currentOver).toBeGreaterThan(100);
+    // p99 of up to 150 s, 1.5x, rounded up to 5 s.
+    expect(toolCall?.suggestedMs).toBe(225_000);
+    expect(toolCall?.suggestedOver).toBe(0);
+    expect(think).toMatchObject({ stage: "think", currentMs: 120_000, suggestedMs: 10_000 });
+    expect(think?.reason).toBe("the current limit is 12x the slowest steps: stalls found sooner");
+    expect(rare).toMatchObject({ stage: "rare", steps: 2 });
+    expect(rare?.suggestedMs).toBeUndefined();
+    expect(rare?.reason).toBe("too few steps to judge (2 of 20)");
+    expect(s.watchdog).toEqual({ night: { stageStallMs: { think: 10_000, tool_call: 225_000 } } });
+    const text = renderThresholdSuggestions(s);
+    expect(text).toContain(
+      "selfheal watch --stage-stall-ms think=10000 --stage-stall-ms tool_call=225000 ...",
+    );
+  });
+});
+
+describe("--suggest-thresholds: the lines", () => {
+  it("names each malformed rollup or settings line, and keeps the rest", () => {
+    const good = callsLine(WEEK_START, "a", "t", { ok: 1, latencies: [100] });
+    const r = reviewText(
+      [
+        good,
+        JSON.stringify({ ...JSON.parse(good), latencyMs: { x: 1 } }),
+        JSON.stringify({ ...JSON.parse(good), ok: -1 }),
+        JSON.stringify({ ...JSON.parse(good), llm: 1, empty: 2 }),
+        JSON.stringify({ type: "thresholds", at: WEEK_START, agent: "a" }),
+        JSON.stringify({
+          type: "watchdog",
+          kind: "limits",
+          at: 1,
+          agent: "a",
+          session: "s",
+          stallMs: "90",
+        }),
+        JSON.stringify({ type: "mystery", at: 1 }),
+        JSON.stringify({ type: "calls", at: "noon" }),
+      ].join("\n"),
+    );
+    expect(r.thresholds.rollups).toBe(1);
+    expect(r.malformed).toBe(7);
+    expect(r.malformedSamples).toEqual([
+      'line 2: calls line: latencyMs: bucket "x" is not one',
+      "line 3: calls line: ok is not a count",
+      "line 4: calls line: empty is more than llm",
+      "line 5: thresholds line: thresholds is not an object",
+      "line 6: watchdog event: stallMs is not a duration",
+    ]);
+  });
+
+  it("judges only the period's calls, with the settings made before it", () => {
+    const b = new ReviewBuilder({ sinceMs: WEEK_START + DAY, untilMs: WEEK_START + 2 * DAY });
+    const lines = [
+      thresholdsLine("a", { successRate: { warning: 0.99 } }),
+      JSON.stringify({
+        type: "thresholds",
+        at: WEEK_START + 3 * DAY, // after the period: not in effect in it
+        agent: "a",
+        thresholds: { successRate: { warning: 0.5 } },
+      }),
+      ...callsLines("a", "t", WEEK_START, WEEK_START + 3 * DAY, () => ({
+        ok: 95,
+        failed: 5,
+        latencies: STEADY,
+      })),
+    ];
+    lines.forEach((l, i) => {
+      b.addLine(l, `line ${i + 1}`);
+    });
+    const r = b.review();
+    expect(r.outsidePeriod).toBe(2 * 1440 + 1);
+    const rate = signal(r.thresholds, "t", "success_rate");
+    expect(rate.samples).toBe(1440 * 100);
+    expect(rate.current.setting).toBe("warning below 0.99");
+    expect(rate.current.falseAlarms).toBe(144);
+  });
+
+  it("counts the tools past its bound without judging them", () => {
+    const lines = Array.from({ length: 505 }, (_, i) =>
+      callsLine(WEEK_START, "a", `tool-${i}`, { ok: 1, latencies: [10] }),
+    );
+    const s = suggest(lines);
+    expect(s.rollups).toBe(505);
+    expect(s.untracked).toBe(5);
+    expect(new Set(s.signals.map((a) => a.tool)).size).toBe(500);
+  });
+});
