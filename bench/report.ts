@@ -1,8 +1,11 @@
 /**
- * `selfheal report` on big event logs: writes logs of realistic recovery events (streamed to
+ * `selfheal report` on big event logs: writes logs of realistic recovery events, with the
+ * engine's per-minute call rollups (one line per agent and tool a minute, as a fleet of 7 agents
+ * of 6 tools writes them) and the watchdog's step rollups between them (streamed to
  * disk in a temp folder, never held in memory; deleted after), runs the BUILT command
  * `node dist/cli/main.js report FILE` on each as a child process, with every section of the review
- * (`--html`, `--suggest-rules`, a period with `--compare-previous`), and measures its wall time
+ * (`--html`, `--suggest-rules`, `--suggest-thresholds`, a period with `--compare-previous`), and
+ * measures its wall time
  * and peak RSS (`/usr/bin/time -v` when present, else VmHWM from /proc/PID/status, polled).
  * Target: flat memory (the biggest log's peak RSS within 1.5x the smallest's) at >= 100 MB/s.
  *
@@ -43,8 +46,11 @@ function* events(): Generator<string> {
   };
   const pick = <T>(list: readonly T[]): T => list[Math.floor(rand() * list.length)] as T;
   let at = FIRST_AT;
+  let minute = Math.floor(at / 60_000);
   for (let i = 0; ; i++) {
     at += Math.floor(rand() * 5_000);
+    // Each minute passed: its call rollups, as the engines write them when the minute ends.
+    for (; minute < Math.floor(at / 60_000); minute++) yield* rollups(minute * 60_000, rand);
     if (i % 50 === 49) {
       // The watchdog's lines, in the same log as `selfheal watch --event-log` writes them.
       const kind = pick(["verdict", "tier", "tier_result"] as const);
@@ -89,6 +95,41 @@ function* events(): Generator<string> {
       wastedRetries: outcome === "recovered" ? 0 : 1,
       failoverCostDifferentialUsd: 0,
       provider: outcome === "recovered" ? "openai" : undefined,
+    });
+  }
+}
+
+/** One minute of rollups: a `calls` line per agent and tool, a `steps` line per agent. */
+function* rollups(at: number, rand: () => number): Generator<string> {
+  for (let a = 0; a < 7; a++) {
+    for (const tool of TOOLS) {
+      const latency: Record<string, number> = {};
+      // About 30 calls around 2^(b/8) ms, b near 60 (180 ms), a few buckets wide.
+      const center = 56 + Math.floor(rand() * 8);
+      for (let b = center - 3; b <= center + 3; b++)
+        latency[String(b)] = 1 + Math.floor(rand() * 8);
+      const failed = rand() < 0.1 ? Math.floor(rand() * 5) : 0;
+      yield JSON.stringify({
+        type: "calls",
+        at,
+        agent: `agent-${a}`,
+        tool,
+        ok: 30 - failed,
+        failed,
+        llm: tool === "complete" ? 30 : 0,
+        empty: tool === "complete" && rand() < 0.05 ? 1 : 0,
+        latencyMs: latency,
+      });
+    }
+    yield JSON.stringify({
+      type: "watchdog",
+      kind: "steps",
+      at,
+      agent: `agent-${a}`,
+      session: `run-${a}`,
+      stage: ["tool_call", "llm", "plan"][Math.floor(rand() * 3)],
+      steps: 4,
+      durationsMs: { [String(100 + Math.floor(rand() * 20))]: 4 },
     });
   }
 }
@@ -144,6 +185,7 @@ async function measure(file: string, fromMs: number, toMs: number): Promise<Run>
     `${file}.html`,
     "--suggest-rules",
     `${file}.rules.json`,
+    "--suggest-thresholds",
   ];
   const useTime = existsSync(TIME);
   const started = performance.now();

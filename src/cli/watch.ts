@@ -10,7 +10,7 @@ import { constants } from "node:os";
 import { parseArgs } from "node:util";
 import { wallClock } from "../clock.js";
 import { lastGeneration, WATCH_ENV } from "../watchdog/agent.js";
-import { cleanStaleTemps, heartbeatFile, isSessionId } from "../watchdog/heartbeat.js";
+import { cleanStaleTemps, heartbeatFile, isSessionId, isStage } from "../watchdog/heartbeat.js";
 import { readHeartbeat } from "../watchdog/reader.js";
 import {
   Supervisor,
@@ -47,7 +47,9 @@ Options:
   --state-dir DIR            where the heartbeat, inbox, ack and snapshot live (required)
   --session ID               the session id (default agent)
   --agent NAME               agent label of the watchdog's spans and metrics (default the session)
-  --event-log FILE           append each verdict and tier to FILE (JSONL, read by selfheal report)
+  --event-log FILE           append each verdict and tier to FILE (JSONL, read by selfheal report),
+                             with the limits in effect and each stage's step durations per minute
+                             (what report --suggest-thresholds reads)
   --metrics-port P           serve the watchdog's Prometheus metrics on 127.0.0.1:P/metrics
   --once                     print one verdict and exit
   --json                     with --once: as JSON
@@ -57,6 +59,8 @@ Limits (ms unless said; default in brackets):
   --dead-ms MS               no heartbeat this long: dead; also how long a new process has to
                              write its first beat [30000]
   --stall-ms MS              step unmoved this long: stalled [90000]
+  --stage-stall-ms STAGE=MS  step unmoved this long in STAGE (snake_case): stalled, in place of
+                             --stall-ms; repeat for more stages (the last per stage wins) [none]
   --grace-ms MS              no stall verdict this long after a process starts [60000]
   --poll-ms MS               how often the heartbeat is read; a look not answered within one
                              poll is abandoned [5000]
@@ -85,6 +89,31 @@ export function whole(
 }
 const ms = (value: string | undefined, flag: string) => whole(value, flag);
 
+/**
+ * The stall limits per stage from `--stage-stall-ms STAGE=MS` (each time it is given; the last
+ * for a stage wins): a stage is snake_case as beats name it, a limit a positive whole number of ms.
+ */
+export function stageStallFlags(values: readonly string[] | undefined): Record<string, number> {
+  const limits: Record<string, number> = {};
+  for (const value of values ?? []) {
+    const split = value.indexOf("=");
+    if (split === -1) throw new UsageError(`--stage-stall-ms must be STAGE=MS, got "${value}"`);
+    const stage = value.slice(0, split);
+    const limit = value.slice(split + 1);
+    if (!isStage(stage))
+      throw new UsageError(
+        `--stage-stall-ms: the stage must be snake_case (a-z, 0-9, _; a letter first; up to 40), got "${stage}"`,
+      );
+    const n = Number(limit);
+    if (limit.trim() === "" || !Number.isSafeInteger(n) || n <= 0)
+      throw new UsageError(
+        `--stage-stall-ms: the limit of ${stage} must be a positive whole number of ms, got "${limit}"`,
+      );
+    limits[stage] = n;
+  }
+  return limits;
+}
+
 export async function watch(argv: string[]): Promise<void> {
   const split = argv.indexOf("--");
   const own = split === -1 ? argv : argv.slice(0, split);
@@ -98,6 +127,7 @@ export async function watch(argv: string[]): Promise<void> {
       "poll-ms": { type: "string" },
       "dead-ms": { type: "string" },
       "stall-ms": { type: "string" },
+      "stage-stall-ms": { type: "string", multiple: true },
       "grace-ms": { type: "string" },
       "prove-ms": { type: "string" },
       "max-rotations": { type: "string" },
@@ -126,6 +156,7 @@ export async function watch(argv: string[]): Promise<void> {
     tokenLimit,
     deadMs: ms(values["dead-ms"], "dead-ms") ?? DEFAULT_LIMITS.deadMs,
     stallMs: ms(values["stall-ms"], "stall-ms") ?? DEFAULT_LIMITS.stallMs,
+    stageStallMs: stageStallFlags(values["stage-stall-ms"]),
     graceMs: ms(values["grace-ms"], "grace-ms") ?? DEFAULT_LIMITS.graceMs,
   };
   const session = values.session;

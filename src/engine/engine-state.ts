@@ -13,9 +13,11 @@ import { IdempotencyLedger } from "../recovery/idempotency.js";
 import { INSTRUMENTATION_SCOPE } from "../telemetry/conventions.js";
 import { SelfHealMetrics } from "../telemetry/metrics.js";
 import { describeThrown, redact } from "../telemetry/redact.js";
+import { CallRollup } from "./call-rollup.js";
 import type { Engine, TaskState } from "./engine.js";
 import { Emitter, type RecoveryEvent, type SelfHealEvents } from "./events.js";
 import type { ResolvedOptions } from "./options.js";
+import { thresholdsLine } from "./thresholds-line.js";
 
 /**
  * The state an instance's calls share (the Engine every stage reads): built once from the
@@ -35,6 +37,7 @@ export class EngineState implements Engine {
   readonly escalator: Escalator;
   readonly deadlines: DeadlineQueue;
   readonly eventLog: JsonlLog | undefined;
+  readonly callRollup: CallRollup | undefined;
   /** Set by close(): no call is accepted after it. */
   closing: Promise<void> | undefined;
   /** When recovery degraded the agent to read-only (undefined: not degraded). */
@@ -112,6 +115,9 @@ export class EngineState implements Engine {
     this.deadlines = new DeadlineQueue(clock);
     this.eventLog =
       recovery.eventLog === undefined ? undefined : new JsonlLog(recovery.eventLog, logger);
+    // The settings in effect first, then the calls they judged, minute by minute.
+    this.eventLog?.append(thresholdsLine(options, clock.now()));
+    this.callRollup = this.eventLog && new CallRollup(agent, this.eventLog);
   }
 
   closed(): boolean {

@@ -12,6 +12,7 @@ import type { Failure } from "../recovery/strategy.js";
 import type { HealthStatus } from "../telemetry/conventions.js";
 import type { SelfHealMetrics, ToolMetricLabels } from "../telemetry/metrics.js";
 import type { CallMode } from "./call-context.js";
+import type { CallRollup } from "./call-rollup.js";
 import type { Emitter, RecoveryEvent, SelfHealEvents } from "./events.js";
 import type { CallOptions, ResolvedOptions, ToolFunction, ToolOptions } from "./options.js";
 
@@ -53,6 +54,8 @@ export interface Engine {
   readonly escalator: Escalator;
   /** Every attempt's deadline, on one timer. */
   readonly deadlines: DeadlineQueue;
+  /** Per-minute call counts for the event log; undefined (nothing to do) without one. */
+  readonly callRollup: CallRollup | undefined;
   closed(): boolean;
   /** Whether recovery's degrade_to_readonly is in force for this report (lifted once healthy). */
   degraded(report: HealthReport): boolean;

@@ -50,6 +50,8 @@ export function endCall<A, R>(
   else c.span.end();
   try {
     if (ending.signal !== false) {
+      // What the store counts, for the event log's minute lines (none without a log).
+      engine.callRollup?.record(record, now);
       options.store.recordCall(record, now);
       engine.health.noteRecord();
     }

@@ -210,6 +210,7 @@ class Instance implements SelfHealing {
       this.stopWarmups();
       engine.stopStoreWatch?.();
       engine.events.clear();
+      engine.callRollup?.flush(); // the open minute
       await engine.eventLog?.flush();
       await releaseStore(engine.options); // what selfheal opened, never the user's client
     })();

@@ -244,7 +244,7 @@ export function renderThresholdSuggestions(s: ThresholdSuggestions): string {
   ];
   if (s.rollups === 0)
     out.push(
-      "  The log has no call rollups (\"type\":\"calls\" lines): the engine writes them to recovery.eventLog once a minute; an older version did not.",
+      '  The log has no call rollups ("type":"calls" lines): the engine writes them to recovery.eventLog once a minute; an older version did not.',
     );
   if (s.signals.length) {
     out.push(

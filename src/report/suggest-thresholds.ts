@@ -113,12 +113,123 @@ interface Window {
   latency: Buckets;
 }
 
+/** One window of one tool as the proposals read it, marked incident (one in it) or quiet. */
+interface Judged {
+  at: number;
+  ok: number;
+  failed: number;
+  llm: number;
+  empty: number;
+  /** Calls with a latency, and their P95 (ms). */
+  calls: number;
+  p95: number;
+  incident: boolean;
+  /** No incident in it nor in the windows next to it. */
+  quiet: boolean;
+}
+
+const COLUMNS = ["at", "ok", "failed", "llm", "empty", "calls", "p95", "incident"] as const;
+
+/**
+ * A tool's closed windows as columns of numbers: 64 bytes a window and no object each, so a
+ * long log costs little (a year of 10-minute windows is 3.4 MB per tool) and memory stays flat.
+ */
+class WindowColumns {
+  private readonly cols = Object.fromEntries(COLUMNS.map((c) => [c, [] as number[]])) as Record<
+    (typeof COLUMNS)[number],
+    number[]
+  >;
+
+  push(at: number, w: Window | undefined, incident: boolean): void {
+    const c = this.cols;
+    c.at.push(at);
+    c.ok.push(w?.ok ?? 0);
+    c.failed.push(w?.failed ?? 0);
+    c.llm.push(w?.llm ?? 0);
+    c.empty.push(w?.empty ?? 0);
+    c.calls.push(w?.latency.total ?? 0);
+    c.p95.push(w?.latency.quantile(0.95) ?? 0);
+    c.incident.push(incident ? 1 : 0);
+  }
+
+  /**
+   * The windows in time order. One closed twice (lines of another process's file, read after
+   * it closed) is merged: counts summed, the larger P95.
+   */
+  judged(): Judged[] {
+    const c = this.cols;
+    const order = c.at.map((_, i) => i).sort((a, b) => (c.at[a] ?? 0) - (c.at[b] ?? 0));
+    const out: Judged[] = [];
+    for (const i of order) {
+      const at = c.at[i] ?? 0;
+      const last = out.at(-1);
+      const w = last?.at === at ? last : undefined;
+      const n = (col: (typeof COLUMNS)[number]) => c[col][i] ?? 0;
+      if (w) {
+        w.ok += n("ok");
+        w.failed += n("failed");
+        w.llm += n("llm");
+        w.empty += n("empty");
+        w.calls += n("calls");
+        w.p95 = Math.max(w.p95, n("p95"));
+        w.incident ||= n("incident") === 1;
+      } else {
+        out.push({
+          at,
+          ok: n("ok"),
+          failed: n("failed"),
+          llm: n("llm"),
+          empty: n("empty"),
+          calls: n("calls"),
+          p95: n("p95"),
+          incident: n("incident") === 1,
+          quiet: true,
+        });
+      }
+    }
+    const incidents = new Set(out.filter((w) => w.incident).map((w) => w.at));
+    for (const w of out)
+      w.quiet = ![w.at - WINDOW_MS, w.at, w.at + WINDOW_MS].some((x) => incidents.has(x));
+    return out;
+  }
+}
+
+/**
+ * One tool's tally. Windows stay open (a full latency histogram each) until the log is two
+ * windows past them, then close into columns; incidents wait in `pending` for their window.
+ */
 interface ToolTally {
   agent: string;
   tool: string;
-  windows: Map<number, Window>;
-  /** Starts of the windows with an incident of this tool. */
-  incidents: Set<number>;
+  open: Map<number, Window>;
+  closed: WindowColumns;
+  pending: Set<number>;
+  /** The latest window start seen. */
+  newest: number;
+  /** Whether any call was read (a tool with incidents only has nothing to judge). */
+  called: boolean;
+}
+
+/** Closes the tool's windows that start before `before`, with the incidents waiting for them. */
+function closeWindows(t: ToolTally, before: number): void {
+  for (const at of [...t.open.keys()].sort((a, b) => a - b)) {
+    if (at >= before) continue;
+    t.closed.push(at, t.open.get(at), t.pending.delete(at));
+    t.open.delete(at);
+  }
+  // An incident with no call in its window still makes its neighbours not quiet.
+  for (const at of t.pending) {
+    if (at >= before || t.open.has(at)) continue;
+    t.closed.push(at, undefined, true);
+    t.pending.delete(at);
+  }
+}
+
+/** The log reached window `start`: windows two before it are closed. */
+function advance(t: ToolTally, start: number): void {
+  if (start <= t.newest) return;
+  t.newest = start;
+  closeWindows(t, start - 2 * WINDOW_MS);
 }
 
 interface Settings {
@@ -169,7 +280,7 @@ export function stepsProblem(e: Record<string, unknown>): string | undefined {
 
 /** Why a watchdog `limits` line is not one, or undefined when it is. */
 export function limitsProblem(e: Record<string, unknown>): string | undefined {
-  if (typeof e.stallMs !== "number" || !(e.stallMs > 0)) return "stallMs is not a duration";
+  if (typeof e.stallMs !== "number" || !(e.stallMs >= 0)) return "stallMs is not a duration";
   if (e.stageStallMs !== undefined && !isObject(e.stageStallMs))
     return "stageStallMs is not an object";
   return undefined;
@@ -261,7 +372,15 @@ export class ThresholdTally {
     let t = this.tools.get(key);
     if (!t) {
       if (this.tools.size >= MAX_TOOLS) return undefined;
-      t = { agent, tool, windows: new Map(), incidents: new Set() };
+      t = {
+        agent,
+        tool,
+        open: new Map(),
+        closed: new WindowColumns(),
+        pending: new Set(),
+        newest: -Infinity,
+        called: false,
+      };
       this.tools.set(key, t);
     }
     return t;
@@ -276,9 +395,10 @@ export class ThresholdTally {
       return;
     }
     const start = windowOf(e.at as number);
-    let w = t.windows.get(start);
-    if (!w)
-      t.windows.set(start, (w = { ok: 0, failed: 0, llm: 0, empty: 0, latency: new Buckets() }));
+    advance(t, start);
+    t.called = true;
+    let w = t.open.get(start);
+    if (!w) t.open.set(start, (w = { ok: 0, failed: 0, llm: 0, empty: 0, latency: new Buckets() }));
     w.ok += e.ok as number;
     w.failed += e.failed as number;
     w.llm += e.llm as number;
@@ -288,7 +408,11 @@ export class ThresholdTally {
 
   /** An incident of `tool` at `at`: its window is one the thresholds should flag. */
   addIncident(agent: string, tool: string, at: number): void {
-    this.tool(agent, tool)?.incidents.add(windowOf(at));
+    const t = this.tool(agent, tool);
+    if (!t) return;
+    const start = windowOf(at);
+    advance(t, start);
+    t.pending.add(start);
   }
 
   /** A `thresholds` line: the latest one per agent is the setting in effect. */
@@ -339,16 +463,18 @@ export class ThresholdTally {
     const signals: SignalAdvice[] = [];
     const health: ThresholdSuggestions["health"] = {};
     const sorted = [...this.tools.values()]
-      .filter((t) => t.windows.size > 0)
+      .filter((t) => t.called)
       .sort((a, b) => a.agent.localeCompare(b.agent) || a.tool.localeCompare(b.tool));
     for (const t of sorted) {
+      closeWindows(t, Infinity);
+      const windows = t.closed.judged();
       const settings = this.settings.get(t.agent);
       const thresholds = settings?.tools[t.tool] ?? settings?.thresholds ?? DEFAULT_THRESHOLDS;
       const tau = settings?.tauMs ?? DEFAULT_BASELINE_TAU_MS;
       for (const advice of [
-        successAdvice(t, thresholds),
-        emptyAdvice(t, thresholds),
-        latencyAdvice(t, thresholds, tau),
+        successAdvice(t, windows, thresholds),
+        emptyAdvice(t, windows, thresholds),
+        latencyAdvice(t, windows, thresholds, tau),
       ]) {
         if (!advice) continue;
         signals.push(advice);
@@ -373,27 +499,18 @@ export class ThresholdTally {
   }
 }
 
-/** The tool's windows in time order, each marked incident (one in it) or quiet (none next to it). */
-function marked(t: ToolTally): { at: number; w: Window; incident: boolean; quiet: boolean }[] {
-  return [...t.windows]
-    .sort((a, b) => a[0] - b[0])
-    .map(([at, w]) => ({
-      at,
-      w,
-      incident: t.incidents.has(at),
-      quiet: ![at - WINDOW_MS, at, at + WINDOW_MS].some((x) => t.incidents.has(x)),
-    }));
-}
-
 /** The success-rate warning: just under the lowest quiet window's rate, if that does better. */
-function successAdvice(t: ToolTally, th: HealthThresholds): SignalAdvice | undefined {
+function successAdvice(
+  t: ToolTally,
+  all: Judged[],
+  th: HealthThresholds,
+): SignalAdvice | undefined {
   const { warning, minSamples } = th.successRate;
-  const all = marked(t);
-  const samples = all.reduce((n, x) => n + x.w.ok + x.w.failed, 0);
+  const samples = all.reduce((n, x) => n + x.ok + x.failed, 0);
   if (samples === 0) return undefined;
   const points: Point[] = all
-    .filter((x) => x.w.ok + x.w.failed >= minSamples)
-    .map((x) => ({ ...x, value: x.w.ok / (x.w.ok + x.w.failed) }));
+    .filter((x) => x.ok + x.failed >= minSamples)
+    .map((x) => ({ ...x, value: x.ok / (x.ok + x.failed) }));
   const current = replay(
     points,
     warning === null ? "off" : `warning below ${warning.toFixed(2)}`,
@@ -414,7 +531,7 @@ function successAdvice(t: ToolTally, th: HealthThresholds): SignalAdvice | undef
       evidence: `${quiet.length} quiet windows`,
       reason: "too few quiet windows to judge",
     };
-  const lowest = Math.min(...quiet);
+  const lowest = quiet.reduce((a, b) => Math.min(a, b), Infinity);
   const evidence = `lowest quiet success rate ${lowest.toFixed(3)}`;
   const candidate = round2(clamp(floorTo(lowest - 0.02, 0.01), 0.5, 0.99));
   const critical = th.successRate.critical;
@@ -445,14 +562,13 @@ function successAdvice(t: ToolTally, th: HealthThresholds): SignalAdvice | undef
 }
 
 /** The empty-response warning: just over the highest quiet window's rate, if that does better. */
-function emptyAdvice(t: ToolTally, th: HealthThresholds): SignalAdvice | undefined {
+function emptyAdvice(t: ToolTally, all: Judged[], th: HealthThresholds): SignalAdvice | undefined {
   const { warning, minSamples } = th.emptyResponses;
-  const all = marked(t);
-  const samples = all.reduce((n, x) => n + x.w.llm, 0);
+  const samples = all.reduce((n, x) => n + x.llm, 0);
   if (samples === 0) return undefined;
   const points: Point[] = all
-    .filter((x) => x.w.llm >= minSamples)
-    .map((x) => ({ ...x, value: x.w.empty / x.w.llm }));
+    .filter((x) => x.llm >= minSamples)
+    .map((x) => ({ ...x, value: x.empty / x.llm }));
   const current = replay(
     points,
     warning === null ? "off" : `warning above ${warning.toFixed(2)}`,
@@ -473,7 +589,7 @@ function emptyAdvice(t: ToolTally, th: HealthThresholds): SignalAdvice | undefin
       evidence: `${quiet.length} quiet windows`,
       reason: "too few quiet windows to judge",
     };
-  const highest = Math.max(...quiet);
+  const highest = quiet.reduce((a, b) => Math.max(a, b), 0);
   const evidence = `highest quiet empty rate ${highest.toFixed(3)}`;
   const candidate = round2(clamp(ceilTo(highest + 0.02, 0.01), 0.01, 0.5));
   const critical = th.emptyResponses.critical;
@@ -537,20 +653,22 @@ const latencySetting = (factor: number | null, pinned: number | null) =>
  * spike of an hour or two is never a shift.
  */
 function findShift(
-  t: ToolTally,
+  all: Judged[],
   minSamples: number,
 ): { at: number; beforeMs: number; afterMs: number; ratio: number } | undefined {
-  const hours = new Map<number, Buckets>();
-  for (const [at, w] of t.windows) {
-    const h = Math.floor(at / HOUR_MS) * HOUR_MS;
-    let b = hours.get(h);
-    if (!b) hours.set(h, (b = new Buckets()));
-    b.merge(w.latency);
+  // An hour's P95: the median of its windows' (all is in time order, so hours come in order).
+  const hours: { at: number; calls: number; p95s: number[] }[] = [];
+  for (const w of all) {
+    if (w.calls === 0) continue;
+    const at = Math.floor(w.at / HOUR_MS) * HOUR_MS;
+    let h = hours.at(-1);
+    if (h?.at !== at) hours.push((h = { at, calls: 0, p95s: [] }));
+    h.calls += w.calls;
+    h.p95s.push(w.p95);
   }
-  const series = [...hours]
-    .filter(([, b]) => b.total >= minSamples)
-    .sort((a, b) => a[0] - b[0])
-    .map(([at, b]) => ({ at, p95: Math.max(1, b.quantile(0.95) ?? 1) }));
+  const series = hours
+    .filter((h) => h.calls >= minSamples)
+    .map((h) => ({ at: h.at, p95: Math.max(1, median(h.p95s)) }));
   const n = series.length;
   const least = Math.max(MIN_SHIFT_HOURS, Math.ceil(n * 0.1));
   if (n < 2 * least) return undefined;
@@ -581,19 +699,19 @@ function findShift(
  */
 function latencyAdvice(
   t: ToolTally,
+  all: Judged[],
   th: HealthThresholds,
   tauMs: number,
 ): SignalAdvice | undefined {
   const { warningFactor, minSamples, baselineMs } = th.latency;
-  const all = marked(t);
-  const samples = all.reduce((n, x) => n + x.w.latency.total, 0);
+  const samples = all.reduce((n, x) => n + x.calls, 0);
   if (samples === 0) return undefined;
-  const shift = findShift(t, minSamples);
+  const shift = findShift(all, minSamples);
   const points: Point[] = all
-    .filter((x) => x.w.latency.total >= minSamples)
+    .filter((x) => x.calls >= minSamples)
     .map((x) => ({
       at: x.at,
-      value: x.w.latency.quantile(0.95) ?? 0,
+      value: x.p95,
       // After an upward shift, every window is one health should flag.
       incident: x.incident || (shift !== undefined && shift.ratio > 1 && x.at >= shift.at),
       quiet: x.quiet && !(shift !== undefined && shift.ratio > 1 && x.at >= shift.at),
@@ -616,7 +734,9 @@ function latencyAdvice(
   if (shift && shift.ratio > 1) {
     const pinned = Math.round(shift.beforeMs);
     const quiet = points.filter((p) => p.quiet && p.at < shift.at).map((p) => p.value / pinned);
-    const factor = round2(Math.max(1.2, ceilTo(Math.max(0, ...quiet) * 1.05, 0.1)));
+    const factor = round2(
+      Math.max(1.2, ceilTo(quiet.reduce((a, b) => Math.max(a, b), 0) * 1.05, 0.1)),
+    );
     const suggested = judge(factor, pinned);
     const evidence = `P95 ${ms(shift.beforeMs)} before ${new Date(shift.at).toISOString()}, ${ms(shift.afterMs)} after (x${shift.ratio.toFixed(2)})`;
     if (!better(suggested, current))

@@ -65,6 +65,10 @@ const SESSION_ID = /^[A-Za-z0-9_.-]{1,128}$/;
 /** Whether `id` can be a session id: 1-128 letters, digits, `_`, `.` or `-` (it names files). */
 export const isSessionId = (id: string): boolean =>
   SESSION_ID.test(id) && id !== "." && id !== "..";
+/** Stage names: snake_case, a letter first, up to 40 characters (they label lines and limits). */
+const STAGE = /^[a-z][a-z0-9_]{0,39}$/;
+/** Whether `name` can be a stage: a short snake_case name (`tool_call`). */
+export const isStage = (name: string): boolean => STAGE.test(name);
 /** Errors a rename can hit while another process holds the file (Windows, some network disks). */
 const RETRIED = new Set(["EBUSY", "EPERM", "EACCES"]);
 const ATTEMPTS = 3;
@@ -214,7 +218,7 @@ export function heartbeat(options: HeartbeatOptions): HeartbeatWriter {
 function check(input: unknown, lastStep: number): asserts input is Beat {
   if (typeof input !== "object" || input === null) throw new HeartbeatError("a beat is an object");
   const beat = input as Record<keyof Beat, unknown>;
-  if (typeof beat.stage !== "string" || !/^[a-z][a-z0-9_]{0,39}$/.test(beat.stage))
+  if (typeof beat.stage !== "string" || !isStage(beat.stage))
     throw new HeartbeatError(
       `stage must be a short snake_case name, got ${JSON.stringify(beat.stage)}`,
     );

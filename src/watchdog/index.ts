@@ -62,4 +62,10 @@ export {
   type SupervisorOptions,
   type Tier,
 } from "./supervisor.js";
-export { WatchdogTelemetry, type WatchdogLogLine } from "./telemetry.js";
+export {
+  WatchdogTelemetry,
+  type WatchdogEventLine,
+  type WatchdogLimitsLine,
+  type WatchdogLogLine,
+  type WatchdogStepsLine,
+} from "./telemetry.js";

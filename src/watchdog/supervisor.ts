@@ -9,6 +9,7 @@ import { readAck, sendToInbox, type InboxMessage } from "./agent.js";
 import { readHeartbeat, type ReadResult } from "./reader.js";
 import { heartbeatFile } from "./heartbeat.js";
 import { DEFAULT_INTENSITY, RestartIntensity, type IntensityOptions } from "./intensity.js";
+import { StepRollup, type StepRollupEntry } from "./step-rollup.js";
 import { WatchdogTelemetry, type SupervisorEvent } from "./telemetry.js";
 import { DEFAULT_LIMITS, HeartbeatWatcher, type Limits, type Verdict } from "./verdict.js";
 
@@ -87,7 +88,11 @@ export interface SupervisorOptions {
   tracerProvider?: TracerProvider | undefined;
   /** The watchdog verdicts and recoveries counters; default the global provider. */
   meterProvider?: MeterProvider | undefined;
-  /** JSONL file each event is appended to (the format `selfheal report` reads). */
+  /**
+   * JSONL file each event is appended to (the format `selfheal report` reads), with the limits in
+   * effect (once, when supervision starts) and, per stage and minute, the durations of the steps
+   * seen complete (written when a look falls in a later minute, and by `stop()`).
+   */
   eventLog?: string | EventLogOptions;
   /** Where a failing event log is reported (default console.warn). */
   logger?: Logger;
@@ -143,6 +148,11 @@ export class Supervisor {
   private gaveUp = false;
   private readonly telemetry: WatchdogTelemetry;
   private readonly eventLog: JsonlLog | undefined;
+  private readonly limits: Limits;
+  /** Step durations per stage and minute; only with an event log (nothing else reads them). */
+  private readonly steps: StepRollup | undefined;
+  /** Whether the limits line was written: supervision has started. */
+  private begun = false;
   private readonly logger: Logger;
   /** A look (and what follows from it) is at work: the next timer skips rather than overlap. */
   private busy = false;
@@ -172,10 +182,9 @@ export class Supervisor {
     });
     this.channel = options.channel ?? fileChannel(options.stateDir, options.sessionId);
     this.logger = logger;
-    this.watcher = new HeartbeatWatcher((now) => this.readWithinPoll(now), {
-      ...DEFAULT_LIMITS,
-      ...options.limits,
-    });
+    this.limits = { ...DEFAULT_LIMITS, ...options.limits };
+    this.watcher = new HeartbeatWatcher((now) => this.readWithinPoll(now), this.limits);
+    this.steps = this.eventLog && new StepRollup();
     this.intensity = new RestartIntensity({ ...DEFAULT_INTENSITY, ...options.intensity });
     this.throttle = new AlertThrottle(options.throttleMs ?? 10 * 60_000);
     this.prove = { ...PROVE_MS, ...options.proveMs };
@@ -206,6 +215,7 @@ export class Supervisor {
    * still at work (a slow restart) skips rather than run two at once.
    */
   start(): void {
+    this.begin(this.clock.now());
     const pollMs = this.pollMs();
     const schedule = () => {
       if (this.stopped) return;
@@ -255,9 +265,26 @@ export class Supervisor {
     return Promise.race([read, late]).finally(() => cancel?.());
   }
 
+  /** Stops looking; the step durations not yet written are written (see `flush()`). */
   stop(): void {
     this.stopped = true;
     this.cancelTimer?.();
+    this.writeSteps(this.steps?.drain());
+  }
+
+  /** Supervision starts (at `start()` or the first look): the limits in effect go to the log. */
+  private begin(now: number): void {
+    if (this.begun) return;
+    this.begun = true;
+    const { stallMs, graceMs, deadMs } = this.limits;
+    const stageStallMs: Record<string, number> = {};
+    for (const [stage, ms] of Object.entries(this.limits.stageStallMs))
+      if (ms !== undefined) stageStallMs[stage] = ms;
+    this.telemetry.recordLimits({ at: now, stallMs, stageStallMs, graceMs, deadMs });
+  }
+
+  private writeSteps(entries: StepRollupEntry[] | undefined): void {
+    for (const entry of entries ?? []) this.telemetry.recordSteps(entry);
   }
 
   /** Resolves once every event is in the event log. */
@@ -280,6 +307,8 @@ export class Supervisor {
   private async look(): Promise<void> {
     if (this.stopped) return;
     const now = this.clock.now();
+    this.begin(now);
+    this.writeSteps(this.steps?.due(now));
     const epoch = this.epoch;
     const pending = this.pending;
     if (pending?.rotateAt !== undefined) {
@@ -295,6 +324,7 @@ export class Supervisor {
     const seen = await this.watcher.look(now, { generation: this.generation, at: this.launchedAt });
     // The process ended (or another started) while the file was read: this look is void.
     if (this.voided(epoch)) return;
+    if (seen.heartbeat) this.steps?.observe(seen.heartbeat, now);
     if (seen.verdict !== this.lastVerdict) {
       this.lastVerdict = seen.verdict;
       this.emit({

@@ -51,12 +51,71 @@ export type SupervisorEvent =
   | { kind: "tier_result"; at: number; tier: Tier; outcome: "recovered" | "failed" }
   | { kind: "gave_up"; at: number; reason: string };
 
-/** One line of the event log: the event, with whose run it was. */
-export type WatchdogLogLine = SupervisorEvent & {
+/** A supervisor event's line of the event log: the event, with whose run it was. */
+export type WatchdogEventLine = SupervisorEvent & {
   type: "watchdog";
   agent: string;
   session: string;
 };
+
+/**
+ * How long a stage's steps took, over one minute: written for each stage in which the supervisor
+ * saw steps complete, when a look falls in a later minute and when supervision stops. Log only (no
+ * span, no metric): `selfheal report --suggest-thresholds` reads it to propose per-stage stall
+ * limits.
+ */
+export interface WatchdogStepsLine {
+  type: "watchdog";
+  kind: "steps";
+  /** Start of the minute the steps were seen complete in, on the supervisor's clock, ms. */
+  at: number;
+  /** The `agent` label (as on the supervisor's spans and metrics). */
+  agent: string;
+  /** The session supervised. */
+  session: string;
+  /**
+   * The stage the run showed while each step was unmoved (the beat before the one whose
+   * `stepIdx` moved): the stage a stall verdict on that step would have been judged on.
+   */
+  stage: string;
+  /** Steps counted: the sum of `durationsMs`'s counts. */
+  steps: number;
+  /**
+   * Their durations: `stepAt` of the beat that moved minus that of the beat before, over the
+   * steps moved (each of them counted at that share), as log buckets `{ "<index>": count }`
+   * (src/telemetry/log-buckets.ts). Never across two processes (a restart, a rotation).
+   */
+  durationsMs: Record<string, number>;
+}
+
+/**
+ * The limits in effect, written once when supervision starts (the first look, or `start()`):
+ * what the steps lines are compared with. Log only (no span, no metric).
+ */
+export interface WatchdogLimitsLine {
+  type: "watchdog";
+  kind: "limits";
+  /** When supervision started, on the supervisor's clock, ms. */
+  at: number;
+  /** The `agent` label (as on the supervisor's spans and metrics). */
+  agent: string;
+  /** The session supervised. */
+  session: string;
+  /** `stepIdx` unmoved this long is a stall, ms, in any stage without its own limit. */
+  stallMs: number;
+  /** Stages with their own stall limit, ms (`{}` when none). */
+  stageStallMs: Record<string, number>;
+  /** No stall verdict this long after a process starts, ms. */
+  graceMs: number;
+  /** No heartbeat this long is a dead session, ms. */
+  deadMs: number;
+}
+
+/** One watchdog line of the event log. */
+export type WatchdogLogLine = WatchdogEventLine | WatchdogStepsLine | WatchdogLimitsLine;
+
+/** A line's own fields: the telemetry adds `type`, `kind`, `agent` and `session`. */
+type Own<T> = Omit<T, "type" | "kind" | "agent" | "session">;
 
 export interface WatchdogTelemetryOptions {
   /** `agent` label and `gen_ai.agent.name`. */
@@ -133,7 +192,7 @@ export class WatchdogTelemetry {
       session: this.options.sessionId,
       ...event,
       ...("reason" in event && { reason: redact(event.reason, MAX_REASON_LENGTH) }),
-    } satisfies WatchdogLogLine);
+    } satisfies WatchdogEventLine);
     switch (event.kind) {
       case "verdict": {
         this.verdicts.add(1, this.verdictLabels[event.verdict]);
@@ -175,6 +234,35 @@ export class WatchdogTelemetry {
         this.finish("rotation", "gave_up", event.at);
         return;
     }
+  }
+
+  /** A steps line, in the event log only (no span, no metric); nothing without a log. */
+  recordSteps(line: Own<WatchdogStepsLine>): void {
+    const { at, stage, steps, durationsMs } = line;
+    this.log({ type: "watchdog", kind: "steps", at, ...this.whose(), stage, steps, durationsMs });
+  }
+
+  /** A limits line, in the event log only (no span, no metric); nothing without a log. */
+  recordLimits(line: Own<WatchdogLimitsLine>): void {
+    const { at, stallMs, stageStallMs, graceMs, deadMs } = line;
+    this.log({
+      type: "watchdog",
+      kind: "limits",
+      at,
+      ...this.whose(),
+      stallMs,
+      stageStallMs,
+      graceMs,
+      deadMs,
+    });
+  }
+
+  private whose(): { agent: string; session: string } {
+    return { agent: this.options.agent, session: this.options.sessionId };
+  }
+
+  private log(line: WatchdogStepsLine | WatchdogLimitsLine): void {
+    this.options.eventLog?.append(line);
   }
 
   private finish(tier: Tier, outcome: TierOutcome, at: number): void {

@@ -103,6 +103,45 @@ describe("selfheal watch (in process): usage errors, before anything runs", () =
       );
   });
 
+  it.each([
+    ["tool_call", '--stage-stall-ms must be STAGE=MS, got "tool_call"'],
+    ["tool_call:5000", '--stage-stall-ms must be STAGE=MS, got "tool_call:5000"'],
+    ["", '--stage-stall-ms must be STAGE=MS, got ""'],
+    ...["Tool_call", "tool-call", "1tool", "_tool", "tool call", "x".repeat(41), ""].map(
+      (stage) => [
+        `${stage}=5000`,
+        `--stage-stall-ms: the stage must be snake_case (a-z, 0-9, _; a letter first; up to 40), got "${stage}"`,
+      ],
+    ),
+    ...["0", "-5", "1.5", "soon", "", " ", "Infinity", String(2 ** 53), "5000=1"].map((limit) => [
+      `tool_call=${limit}`,
+      `--stage-stall-ms: the limit of tool_call must be a positive whole number of ms, got "${limit}"`,
+    ]),
+  ])("--stage-stall-ms %j: one line, exit 2, nothing started", async (value, message) => {
+    const dir = stateDir();
+    // A good one before it does not save it.
+    await expectUsage(
+      [
+        "--state-dir",
+        dir,
+        "--stage-stall-ms",
+        "planning=1000",
+        `--stage-stall-ms=${value}`,
+        "--",
+        "true",
+      ],
+      message,
+    );
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  it("--stage-stall-ms without its value", async () => {
+    await expectUsage(
+      ["--state-dir", stateDir(), "--stage-stall-ms"],
+      /^selfheal: Option '--stage-stall-ms <value>' argument missing[^\n]*\n$/,
+    );
+  });
+
   it.each(["a/b", "", ".", "..", "x".repeat(129), "a b"])(
     "--session %j: names files",
     async (session) => {
@@ -239,6 +278,52 @@ describe("selfheal watch --once (in process): one verdict with the limits given"
     expect(text.stdout).toMatch(new RegExp(`^agent: ${verdict} \\(.+\\)\\n$`));
   });
 
+  it.each([
+    // The beat is in tool_call, unmoved for 1000 s.
+    [["--stage-stall-ms", "tool_call=500000"], "stalled", /in stage tool_call \(limit 500 s\)$/],
+    [["--stage-stall-ms", "tool_call=2000000"], "healthy", /^step 3 in stage tool_call$/],
+    [["--stage-stall-ms", "planning=1"], "healthy", /^step 3 in stage tool_call$/],
+    [
+      [
+        "--stall-ms",
+        "1",
+        "--stage-stall-ms",
+        "planning=1",
+        "--stage-stall-ms",
+        "tool_call=2000000",
+      ],
+      "healthy",
+      /^step 3 in stage tool_call$/,
+    ],
+    [
+      ["--stage-stall-ms", "tool_call=2000000", "--stage-stall-ms", "tool_call=400000"],
+      "stalled",
+      /in stage tool_call \(limit 400 s\)$/,
+    ],
+  ])(
+    "--stage-stall-ms %j: the stage's own limit (the last given wins): %s",
+    async (flags, verdict, reason) => {
+      const dir = stateDir();
+      oldBeat(dir);
+      const out = await cli(
+        "watch",
+        "--state-dir",
+        dir,
+        "--once",
+        "--json",
+        "--dead-ms",
+        "10000000",
+        "--stall-ms",
+        "10000000",
+        ...flags,
+      );
+      expect(out.exitCode).toBe(0);
+      const result = JSON.parse(out.stdout) as { verdict: string; reason: string };
+      expect(result.verdict).toBe(verdict);
+      expect(result.reason).toMatch(reason);
+    },
+  );
+
   it("--session names the heartbeat read", async () => {
     const dir = stateDir();
     oldBeat(dir, "night-7");
@@ -276,7 +361,18 @@ describe("selfheal watch (in process): short runs", () => {
     const stale = join(dir, `agent.heartbeat.json.${gone}.0123abcd.tmp`);
     writeFileSync(stale, "{");
     const env = join(root, `env${n++}.json`);
-    const flags = ["--dead-ms", "1234", "--stall-ms", "2345", "--grace-ms", "3456", ...NO_POLL];
+    // Stage limits stay with the supervisor: the child is not told them.
+    const flags = [
+      "--dead-ms",
+      "1234",
+      "--stall-ms",
+      "2345",
+      "--stage-stall-ms",
+      "tool_call=5000",
+      "--grace-ms",
+      "3456",
+      ...NO_POLL,
+    ];
     const out = await cli("watch", "--state-dir", dir, ...flags, "--", ...node(DUMP_ENV, env));
     expect(out).toEqual({
       exitCode: 0,
@@ -351,6 +447,17 @@ describe("selfheal watch (in process): short runs", () => {
       .split("\n")
       .map((l) => JSON.parse(l) as unknown);
     expect(events).toEqual([
+      {
+        type: "watchdog",
+        kind: "limits",
+        at: expect.any(Number) as unknown,
+        agent: "nightly",
+        session: "agent",
+        stallMs: 90_000,
+        stageStallMs: {},
+        graceMs: 60_000,
+        deadMs: 30_000,
+      },
       expect.objectContaining({
         type: "watchdog",
         agent: "nightly",
@@ -360,6 +467,49 @@ describe("selfheal watch (in process): short runs", () => {
         generation: 1,
       }),
       expect.objectContaining({ agent: "nightly", kind: "gave_up", reason: why }),
+    ]);
+  });
+
+  it("--stage-stall-ms (repeated) and --stall-ms: the event log's limits line says them, once", async () => {
+    const log = join(root, `events${n++}.jsonl`);
+    const out = await cli(
+      "watch",
+      "--state-dir",
+      stateDir(),
+      "--event-log",
+      log,
+      "--session",
+      "s1",
+      "--stall-ms",
+      "120000",
+      "--stage-stall-ms",
+      "tool_call=240000",
+      "--stage-stall-ms",
+      "llm_response=60000",
+      "--grace-ms",
+      "0",
+      ...NO_POLL,
+      "--",
+      ...node(""),
+    );
+    expect(out.exitCode).toBe(0);
+    const limits = readFileSync(log, "utf8")
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l.kind === "limits");
+    expect(limits).toEqual([
+      {
+        type: "watchdog",
+        kind: "limits",
+        at: expect.any(Number) as unknown,
+        agent: "s1",
+        session: "s1",
+        stallMs: 120_000,
+        stageStallMs: { tool_call: 240_000, llm_response: 60_000 },
+        graceMs: 0,
+        deadMs: 30_000,
+      },
     ]);
   });
 

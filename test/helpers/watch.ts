@@ -66,6 +66,7 @@ export function findPython(): { python: string } | { problem: string } {
 export interface WatchdogEvent {
   type: string;
   kind: "verdict" | "tier" | "tier_result" | "gave_up";
+  // Also "steps" and "limits" in the file: log-only lines, left out where the printed events are matched.
   at: number;
   verdict?: string;
   reason?: string;
@@ -187,6 +188,9 @@ function lineKey(line: string): string | undefined {
   return /^(verdict \w+:|tier \w+:|tier \w+ (?:recovered|failed)$|gave up:)/.exec(line)?.[1];
 }
 
+/** The events watch prints on stderr as it logs them. */
+const PRINTED_KINDS: readonly string[] = ["verdict", "tier", "tier_result", "gave_up"];
+
 /**
  * That no verdict came from a previous generation. Watch prints each event on stderr as it logs
  * it, and "generation G started (pid P)" as it spawns G, so stderr orders the event log against
@@ -199,6 +203,8 @@ function lineKey(line: string): string | undefined {
  * generation's pid on stderr is the one its agent printed.
  */
 export function expectVerdictsOfTheirGeneration(out: Watched, expect: ExpectStatic): void {
+  // The log-only lines (the limits, the steps per minute) are not printed: left out of the match.
+  const events = out.events.filter((e) => PRINTED_KINDS.includes(e.kind));
   const pids = agentPids(out.stdout);
   const starts = agentLines(out.stdout).filter((l) => l.startsWith("agent gen="));
   expect(
@@ -222,7 +228,7 @@ export function expectVerdictsOfTheirGeneration(out: Watched, expect: ExpectStat
     }
     const key = lineKey(line);
     if (key === undefined) continue;
-    const event = out.events[next++];
+    const event = events[next++];
     const seen = `${line}\n  logged as ${JSON.stringify(event)}\n  watch's stderr:\n${out.stderr}`;
     expect(event && eventKey(event), `stderr and the event log agree: ${seen}`).toBe(key);
     if (!event) continue;
@@ -245,7 +251,7 @@ export function expectVerdictsOfTheirGeneration(out: Watched, expect: ExpectStat
       beaten.add(event.generation ?? -1);
     }
   }
-  expect(next, "every logged event was printed").toBe(out.events.length);
+  expect(next, "every logged event was printed").toBe(events.length);
 }
 
 /** The verdicts of the event log, in order (`verdict@generation`). */

@@ -310,6 +310,35 @@ describe("--suggest-thresholds: the lines", () => {
     expect(rate.current.falseAlarms).toBe(144);
   });
 
+  it("merges a window read again after it closed (another process's file): counts summed", () => {
+    const day = (ok: number, failed: number) =>
+      callsLines("a", "t", WEEK_START, WEEK_START + DAY, () => ({ ok, failed, latencies: STEADY }));
+    const s = suggest([
+      thresholdsLine("a", { successRate: { warning: 0.9 } }),
+      ...day(30, 0),
+      ...day(20, 10), // rate 50/60 in every window once merged
+    ]);
+    const rate = signal(s, "t", "success_rate");
+    expect(rate.samples).toBe(1440 * 60);
+    expect(rate.windows).toBe(144);
+    expect(rate.current.falseAlarms).toBe(144);
+    expect(rate.evidence).toBe("lowest quiet success rate 0.833");
+  });
+
+  it("an incident in a window with no call still makes its neighbours not quiet", () => {
+    const gap = (at: number) =>
+      at >= WEEK_START + 10 * HOUR && at < WEEK_START + 10 * HOUR + 10 * MINUTE;
+    const s = suggest([
+      ...callsLines("a", "t", WEEK_START, WEEK_START + DAY, (at) =>
+        gap(at) ? undefined : { ok: 30, latencies: STEADY },
+      ),
+      incidentLine(WEEK_START + 10 * HOUR + 5 * MINUTE, "a", "t"),
+    ]);
+    const rate = signal(s, "t", "success_rate");
+    expect(rate.windows).toBe(143);
+    expect(rate.current).toMatchObject({ incidents: 0, quiet: 141 });
+  });
+
   it("counts the tools past its bound without judging them", () => {
     const lines = Array.from({ length: 505 }, (_, i) =>
       callsLine(WEEK_START, "a", `tool-${i}`, { ok: 1, latencies: [10] }),
