@@ -42,6 +42,7 @@ const code = await run([
   html,
   "--suggest-rules",
   `${out}/review-rules.json`,
+  "--suggest-thresholds",
 ]);
 if (code !== undefined && code !== 0) process.exit(code);
 execFileSync(

@@ -11,7 +11,7 @@ import type { Review } from "./analyze.js";
 import { change, formatTime, HEADLINE, pct, secs, usd, type Change } from "./format.js";
 import type { RenderOptions } from "./render-text.js";
 import type { Breakdown } from "./breakdown.js";
-import type { Replay } from "./suggest-thresholds.js";
+import type { Replay, SignalAdvice, StageAdvice } from "./suggest-thresholds.js";
 
 /** HTML-escaped, with control characters shown as escapes (text from the log is untrusted). */
 const escape = (s: string) =>
@@ -348,7 +348,7 @@ function thresholdsSection(r: Review): string {
   const s = r.thresholds;
   if (s.rollups === 0)
     return "<p>No call rollups in this log: the engine writes them to <code>recovery.eventLog</code> once a minute (an older version did not).</p>";
-  const signals = s.signals.map((a) => [
+  const signalRow = (a: SignalAdvice) => [
     escape(`${a.agent} / ${a.tool}`),
     escape(a.signal),
     String(a.samples),
@@ -357,8 +357,8 @@ function thresholdsSection(r: Review): string {
     a.suggested
       ? `<strong style="color:${TONE_COLORS.better}">${replayCell(a.suggested)}</strong><br>${escape(a.reason)}`
       : `<span style="color:${TONE_COLORS.same}">no change: ${escape(a.reason)}</span>`,
-  ]);
-  const stages = s.stages.map((a) => [
+  ];
+  const stageRow = (a: StageAdvice) => [
     escape(`${a.agent} / ${a.stage}`),
     String(a.steps),
     escape(
@@ -368,7 +368,30 @@ function thresholdsSection(r: Review): string {
     a.suggestedMs === undefined
       ? `<span style="color:${TONE_COLORS.same}">no change: ${escape(a.reason)}</span>`
       : `<strong style="color:${TONE_COLORS.better}">${escape(secs(a.suggestedMs / 1000))}</strong>: ${a.suggestedOver ?? 0} slower; ${escape(a.reason)}`,
-  ]);
+  ];
+  const SIGNAL_HEADERS = [
+    "tool",
+    "signal",
+    "samples",
+    "evidence",
+    "current: it did",
+    "suggested: it would do",
+  ];
+  const STAGE_HEADERS = [
+    "agent / stage",
+    "steps",
+    "p99 / longest step",
+    "current stall limit",
+    "suggested",
+  ];
+  // What to act on first (a change, or a shift flagged); the rest folded, for whoever asks why.
+  const flagged = (a: SignalAdvice) => a.suggested !== undefined || a.shift !== undefined;
+  const changes = s.signals.filter(flagged);
+  const rest = s.signals.filter((a) => !flagged(a));
+  const stageChanges = s.stages.filter((a) => a.suggestedMs !== undefined);
+  const stageRest = s.stages.filter((a) => a.suggestedMs === undefined);
+  const folded = (what: string, body: string) =>
+    `<details><summary>${escape(what)}</summary>\n${body}\n</details>`;
   const fragments = [
     ...Object.entries(s.health).map(
       ([agent, health]) =>
@@ -380,8 +403,10 @@ function thresholdsSection(r: Review): string {
     ),
   ];
   return `<p>Each setting replayed over the period's 10-minute windows: <em>incident</em> windows had a recovery (or came after a latency shift), <em>quiet</em> ones had none in or next to them. A change is proposed only where it catches more incidents or raises fewer false alarms.</p>
-${signals.length ? table(["tool", "signal", "samples", "evidence", "current: it did", "suggested: it would do"], signals, "thresholds") : ""}
-${stages.length ? table(["agent / stage", "steps", "p99 / longest step", "current stall limit", "suggested"], stages, "stages") : ""}
+${changes.length ? table(SIGNAL_HEADERS, changes.map(signalRow), "thresholds") : ""}
+${rest.length ? folded(`${rest.length} tool signals with no change`, table(SIGNAL_HEADERS, rest.map(signalRow), "thresholds")) : ""}
+${stageChanges.length ? table(STAGE_HEADERS, stageChanges.map(stageRow), "stages") : ""}
+${stageRest.length ? folded(`${stageRest.length} watchdog stages with no change`, table(STAGE_HEADERS, stageRest.map(stageRow), "stages")) : ""}
 ${fragments.length ? `<p>Apply these (<code>selfheal report LOG --suggest-thresholds</code> prints them too):</p><pre><code>${escape(fragments.join("\n\n")).replace(/\\n/g, "\n")}</code></pre>` : "<p>No change proposed: the current settings fit the period.</p>"}`;
 }
 

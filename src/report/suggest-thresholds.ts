@@ -541,7 +541,7 @@ function successAdvice(
     (p) => p.value < candidate,
   );
   if (candidate === warning || !better(suggested, current))
-    return { ...base, evidence, reason: "no change: the current setting does as well" };
+    return { ...base, evidence, reason: "the current setting does as well" };
   return {
     ...base,
     evidence,
@@ -599,7 +599,7 @@ function emptyAdvice(t: ToolTally, all: Judged[], th: HealthThresholds): SignalA
     (p) => p.value > candidate,
   );
   if (candidate === warning || !better(suggested, current))
-    return { ...base, evidence, reason: "no change: the current setting does as well" };
+    return { ...base, evidence, reason: "the current setting does as well" };
   return {
     ...base,
     evidence,
@@ -769,7 +769,7 @@ function latencyAdvice(
   }
   const evidence = `median window P95 ${ms(p95)}${shift ? ` (fell x${shift.ratio.toFixed(2)} on ${new Date(shift.at).toISOString()})` : ""}`;
   if (current.falseAlarms === 0 || warningFactor === null)
-    return { ...base, evidence, reason: "no change: no false alarm on quiet windows" };
+    return { ...base, evidence, reason: "no false alarm on quiet windows" };
   // Raise the factor past the quiet windows' worst ratio to the baseline the replay learned.
   for (let factor = ceilTo(warningFactor + 0.5, 0.5); factor <= 20; factor += 0.5) {
     const suggested = judge(factor, baselineMs);
@@ -828,5 +828,5 @@ function stageAdvice(
       suggestedOver,
       reason: `the current limit is ${Math.floor(currentMs / suggestedMs)}x the slowest steps: stalls found sooner`,
     };
-  return { ...base, reason: "no change: the current limit fits" };
+  return { ...base, reason: "the current limit fits" };
 }

@@ -257,6 +257,66 @@ describe("renderHtml", () => {
     ).toContain("<p>No UNKNOWN errors in this period: the rules know every error seen.</p>");
   });
 
+  it("the suggested thresholds: changes first, the rest folded, then the config to apply", () => {
+    const section = sectionOf(html, "suggested-thresholds") ?? "";
+    const [changes, folded] = section.split("<details>");
+    // The latency change: what the current setting did (red: missed), what the proposal would do.
+    expect(changes).toContain(
+      '<tr><td>support / lookup</td><td>latency_p95</td><td>9000</td><td>P95 210 ms before 2026-01-01T04:00:00.000Z, 430 ms after (x2.05)</td><td>learned baseline, warning at 3x<br><span style="color:#cf222e">caught 0/24</span>, <span style="color:#1a7f37">alarmed 0/24 quiet</span></td><td><strong style="color:#1a7f37">baseline 210 ms, warning at 1.2x<br><span style="color:#1a7f37">caught 24/24</span>, <span style="color:#1a7f37">alarmed 0/24 quiet</span></strong><br>P95 rose x2.05 and the learned baseline followed it</td></tr>',
+    );
+    expect(section).toContain(
+      '<tr><td>planner / tool_call</td><td>120</td><td>140.0 s / 150.0 s</td><td>90.0 s: <span style="color:#cf222e">30 slower</span></td><td><strong style="color:#1a7f37">210.0 s</strong>: 0 slower; 30 steps took longer than the current limit: slow, not stuck</td></tr>',
+    );
+    expect(changes).not.toContain("success_rate");
+    expect(folded).toContain("<summary>1 tool signals with no change</summary>");
+    expect(folded).toContain(
+      '<span style="color:#57606a">no change: the current setting does as well</span>',
+    );
+    expect(section).toContain(
+      "<pre><code>createSelfHealing({ agent: &quot;support&quot;, health: {\n  &quot;tools&quot;: {",
+    );
+    expect(section).toContain(
+      "new Supervisor({ agent: &quot;planner&quot;, limits: {&quot;stageStallMs&quot;:{&quot;tool_call&quot;:210000}} })</code></pre>",
+    );
+  });
+
+  it("the suggested thresholds of a log without rollups say where they come from", () => {
+    const none = {
+      ...sampleReview.thresholds,
+      signals: [],
+      stages: [],
+      health: {},
+      watchdog: {},
+      rollups: 0,
+    };
+    expect(
+      sectionOf(renderHtml({ ...sampleReview, thresholds: none }), "suggested-thresholds"),
+    ).toContain(
+      "<p>No call rollups in this log: the engine writes them to <code>recovery.eventLog</code> once a minute",
+    );
+    const quiet = { ...none, rollups: 5 };
+    expect(
+      sectionOf(renderHtml({ ...sampleReview, thresholds: quiet }), "suggested-thresholds"),
+    ).toContain("<p>No change proposed: the current settings fit the period.</p>");
+  });
+
+  it("names from the log are escaped in the thresholds section", () => {
+    const [first] = sampleReview.thresholds.signals;
+    if (!first) throw new Error("sample has a signal");
+    const hostile = { ...first, agent: '<img src=x onerror="alert(1)">', tool: "t&t" };
+    const page = renderHtml({
+      ...sampleReview,
+      thresholds: {
+        ...sampleReview.thresholds,
+        signals: [hostile],
+        health: { [hostile.agent]: { tools: { "t&t": { latency: { baselineMs: 1 } } } } },
+      },
+    });
+    const section = sectionOf(page, "suggested-thresholds") ?? "";
+    expect(section).not.toContain("<img");
+    expect(section).toContain("&lt;img src=x onerror=&quot;alert(1)&quot;&gt; / t&amp;t");
+  });
+
   describe("against the previous period", () => {
     const compared = renderHtml(sampleReview, { previous: previousReview });
 

@@ -128,7 +128,7 @@ export const sampleReview: Review = {
           falseAlarms: 0,
           quiet: 40,
         },
-        reason: "no change: the current setting does as well",
+        reason: "the current setting does as well",
       },
     ],
     stages: [

@@ -80,7 +80,7 @@ describe("--suggest-thresholds: latency", () => {
       ["latency_p95", undefined, undefined],
     ]);
     expect(signal(s, "search", "latency_p95").reason).toBe(
-      "no change: no false alarm on quiet windows",
+      "no false alarm on quiet windows",
     );
     expect(renderThresholdSuggestions(s)).toContain(
       "No change proposed: the current settings fit the period.",
