@@ -79,9 +79,7 @@ describe("--suggest-thresholds: latency", () => {
       ["success_rate", undefined, undefined],
       ["latency_p95", undefined, undefined],
     ]);
-    expect(signal(s, "search", "latency_p95").reason).toBe(
-      "no false alarm on quiet windows",
-    );
+    expect(signal(s, "search", "latency_p95").reason).toBe("no false alarm on quiet windows");
     expect(renderThresholdSuggestions(s)).toContain(
       "No change proposed: the current settings fit the period.",
     );
