@@ -219,7 +219,9 @@ export async function report(argv: string[]): Promise<void> {
   if (review.events === 0 && review.watchdog.events === 0 && review.thresholds.rollups === 0) {
     const why = review.malformed
       ? `${review.malformed} lines, none a recovery event or rollup; ${review.malformedSamples[0] ?? ""}`
-      : "the file is empty";
+      : review.outsidePeriod
+        ? `all ${review.outsidePeriod} lines are outside the period`
+        : "the file is empty";
     throw new UsageError(`no recovery events in ${files.join(", ")} (${why})`);
   }
   console.log(renderText(review, { previous, timeZone }));

@@ -7,6 +7,8 @@ import { RuleSuggester, type RuleSuggestions } from "./suggest-rules.js";
 import {
   callsProblem,
   limitsProblem,
+  readCallsLine,
+  type CallsCounts,
   stepsProblem,
   ThresholdTally,
   thresholdsProblem,
@@ -132,7 +134,7 @@ const REDACT_CACHE_SIZE = 1024;
 /** Bad lines named in the review (all are counted). */
 const MALFORMED_NAMED = 5;
 /** Largest time a Date can hold, ms from the epoch. */
-const MAX_TIME = 8.64e15;
+export const MAX_TIME = 8.64e15;
 
 const isFiniteNumber = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
 /** The `type` of a line that has one: watchdog lines, call rollups, settings (events have none). */
@@ -347,6 +349,11 @@ export class ReviewBuilder {
 
   /** Adds one line of JSONL; `where` names it in a complaint (`line 7`). */
   addLine(line: string, where: string): void {
+    const calls = readCallsLine(line, MAX_TIME);
+    if (calls) {
+      this.addCallsLine(calls);
+      return;
+    }
     const value = parseLine(line);
     if (value === BLANK) return;
     if (value === NOT_JSON) this.reject(where, "not JSON");
@@ -392,9 +399,15 @@ export class ReviewBuilder {
       if (type === "thresholds") this.thresholds.addSettings(e);
       else this.thresholds.addLimits(e);
     } else if (!this.inPeriod(e.at as number)) return;
-    else if (type === "calls") this.thresholds.addCalls(e);
+    else if (type === "calls")
+      this.thresholds.addCalls(e as unknown as CallsCounts, e.latencyMs as Record<string, number>);
     else if (e.kind === "steps") this.thresholds.addSteps(e);
     else this.watchdog.add(e);
+  }
+
+  /** A `calls` line read without parsing (readCallsLine): valid already. */
+  addCallsLine(c: { counts: CallsCounts; latency: string }): void {
+    if (this.inPeriod(c.counts.at)) this.thresholds.addCalls(c.counts, c.latency);
   }
 
   /** Whether `at` is in the period reviewed; counts the lines left out for being outside. */
@@ -454,13 +467,22 @@ export class ReviewBuilder {
   private keepUnrecovered(e: RecoveryEvent): void {
     this.unrecoveredTotal++;
     const error = this.redactOnce(e.error);
-    const tried = e.steps.filter((s) => s.skipped == null).map((s) => s.strategy);
-    const key = JSON.stringify([e.agent, e.tool, e.pattern, e.outcome, error, tried]);
+    const tried: string[] = [];
+    // Length-prefixed parts: a key that cannot collide, cheaper than JSON.stringify per event.
+    let key = `${e.agent.length}:${e.agent}${e.tool.length}:${e.tool}${e.pattern}:${e.outcome}:${error.length}:${error}`;
+    for (const s of e.steps) {
+      if (s.skipped != null) continue;
+      tried.push(s.strategy);
+      key += `${s.strategy.length}:${s.strategy}`;
+    }
     const group = this.unrecovered.get(key);
     if (group) {
       group.count++;
       group.firstAt = Math.min(group.firstAt, e.at);
       group.lastAt = Math.max(group.lastAt, e.at);
+      // Re-inserted: the map's order is the order of last appearance.
+      this.unrecovered.delete(key);
+      this.unrecovered.set(key, group);
       return;
     }
     this.unrecoveredGroups++;
@@ -476,11 +498,10 @@ export class ReviewBuilder {
       error,
       tried,
     });
+    // The group seen least recently goes (a log is read in time order: the least recent one).
     if (this.unrecovered.size > UNRECOVERED_KEPT) {
-      let oldest: [string, number] | undefined;
-      for (const [k, g] of this.unrecovered)
-        if (!oldest || g.lastAt < oldest[1]) oldest = [k, g.lastAt];
-      if (oldest) this.unrecovered.delete(oldest[0]);
+      const oldest = this.unrecovered.keys().next().value;
+      if (oldest !== undefined) this.unrecovered.delete(oldest);
     }
   }
 

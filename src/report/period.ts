@@ -2,7 +2,8 @@
  * The period a review covers (`--since`, `--until`) and the one before it (`--compare-previous`),
  * both reviewed in one pass over the log: each line is parsed once and given to both.
  */
-import { BLANK, NOT_JSON, parseLine, ReviewBuilder } from "./analyze.js";
+import { BLANK, MAX_TIME, NOT_JSON, parseLine, ReviewBuilder } from "./analyze.js";
+import { readCallsLine } from "./suggest-thresholds.js";
 import type { LineSink } from "./read.js";
 
 export interface Period {
@@ -39,6 +40,12 @@ export class PeriodReviews implements LineSink {
   }
 
   addLine(line: string, where: string): void {
+    const calls = readCallsLine(line, MAX_TIME);
+    if (calls) {
+      this.current.addCallsLine(calls);
+      this.previous?.addCallsLine(calls);
+      return;
+    }
     const value = parseLine(line);
     if (value === BLANK) return;
     if (value === NOT_JSON) {

@@ -14,7 +14,7 @@ import {
   type HealthThresholds,
   type ThresholdOverrides,
 } from "../health/thresholds.js";
-import { Buckets, bucketsProblem } from "../telemetry/log-buckets.js";
+import { Buckets, bucketPoint, bucketsProblem, MAX_BUCKET } from "../telemetry/log-buckets.js";
 import { DEFAULT_LIMITS } from "../watchdog/verdict.js";
 
 /** The health signal's call window: each window is judged as the evaluator would at its end. */
@@ -24,6 +24,11 @@ const HOUR_MS = 60 * 60_000;
 const MAX_TOOLS = 500;
 /** Stages (agent and stage) tallied. */
 const MAX_STAGES = 200;
+/**
+ * Windows kept per tool: the latest 4 weeks (a proposal rests on the tool's recent behaviour, and
+ * a year of log costs no more than a month).
+ */
+const WINDOWS_KEPT = (28 * 24 * 60 * 60_000) / WINDOW_MS;
 /** Fewer quiet windows than this (an hour's worth) are too few to set a threshold on. */
 const MIN_QUIET_WINDOWS = 6;
 /** A level shift: the median hourly P95 after it over the one before, at least this (or 1/it). */
@@ -110,7 +115,39 @@ interface Window {
   failed: number;
   llm: number;
   empty: number;
-  latency: Buckets;
+  latency: DenseBuckets;
+}
+
+/**
+ * An open window's latency histogram: one count per bucket in a typed array, reset and reused
+ * once the window closes. A window a tool a minute would otherwise leave a histogram behind
+ * each: garbage that made the heap (and the peak RSS) grow with the log.
+ */
+class DenseBuckets {
+  private readonly counts = new Uint32Array(MAX_BUCKET + 1);
+  total = 0;
+
+  add(bucket: number, n: number): void {
+    this.counts[bucket] = (this.counts[bucket] ?? 0) + n;
+    this.total += n;
+  }
+
+  /** The nearest-rank q-quantile as its bucket's point, or null when empty. */
+  quantile(q: number): number | null {
+    if (this.total === 0) return null;
+    const rank = Math.min(this.total, Math.max(1, Math.ceil(q * this.total)));
+    let seen = 0;
+    for (let i = 0; i < this.counts.length; i++) {
+      seen += this.counts[i] ?? 0;
+      if (seen >= rank) return bucketPoint(i);
+    }
+    return null;
+  }
+
+  reset(): void {
+    this.counts.fill(0);
+    this.total = 0;
+  }
 }
 
 /** One window of one tool as the proposals read it, marked incident (one in it) or quiet. */
@@ -142,6 +179,11 @@ class WindowColumns {
 
   push(at: number, w: Window | undefined, incident: boolean): void {
     const c = this.cols;
+    // Past twice the windows kept, the oldest go (in bulk: a splice per window would be slow).
+    if (c.at.length >= 2 * WINDOWS_KEPT) {
+      const drop = c.at.length - WINDOWS_KEPT;
+      for (const column of COLUMNS) c[column].splice(0, drop);
+    }
     c.at.push(at);
     c.ok.push(w?.ok ?? 0);
     c.failed.push(w?.failed ?? 0);
@@ -206,6 +248,8 @@ interface ToolTally {
   pending: Set<number>;
   /** The latest window start seen. */
   newest: number;
+  /** Histograms of closed windows, for the next ones to open. */
+  spare: DenseBuckets[];
   /** Whether any call was read (a tool with incidents only has nothing to judge). */
   called: boolean;
 }
@@ -214,8 +258,13 @@ interface ToolTally {
 function closeWindows(t: ToolTally, before: number): void {
   for (const at of [...t.open.keys()].sort((a, b) => a - b)) {
     if (at >= before) continue;
-    t.closed.push(at, t.open.get(at), t.pending.delete(at));
+    const w = t.open.get(at);
+    t.closed.push(at, w, t.pending.delete(at));
     t.open.delete(at);
+    if (w) {
+      w.latency.reset();
+      t.spare.push(w.latency);
+    }
   }
   // An incident with no call in its window still makes its neighbours not quiet.
   for (const at of t.pending) {
@@ -260,6 +309,101 @@ export function callsProblem(e: Record<string, unknown>): string | undefined {
   if ((e.empty as number) > (e.llm as number)) return "empty is more than llm";
   const problem = bucketsProblem(e.latencyMs);
   return problem === undefined ? undefined : `latencyMs: ${problem}`;
+}
+
+/** A `calls` line's fields, but its buckets. */
+export interface CallsCounts {
+  at: number;
+  agent: string;
+  tool: string;
+  ok: number;
+  failed: number;
+  llm: number;
+  empty: number;
+}
+
+const JSON_STRING = String.raw`"((?:[^"\\\x00-\x1f]|\\.)*)"`;
+const COUNT = String.raw`(0|[1-9]\d{0,14})`;
+const PAIR = String.raw`"\d{1,3}":[1-9]\d{0,14}`;
+/**
+ * A `calls` line exactly as the engine writes it (JSON.stringify: these keys in this order, no
+ * space). Most lines of a log are rollups: read so, they cost a regex match instead of a parse.
+ */
+const CALLS_LINE = new RegExp(
+  String.raw`^\{"type":"calls","at":(0|[1-9]\d{0,15}),"agent":${JSON_STRING},"tool":${JSON_STRING},"ok":${COUNT},"failed":${COUNT},"llm":${COUNT},"empty":${COUNT},"latencyMs":\{((?:${PAIR})(?:,${PAIR})*)?\}\}$`,
+);
+/**
+ * Calls `f` with each bucket and count of a `"57":3,"58":50` text (checked by CALLS_LINE): a
+ * loop over its characters, no match object per pair.
+ */
+function eachBucket(text: string, f: (bucket: number, count: number) => void): void {
+  let bucket = 0;
+  let count = 0;
+  let inKey = true;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 48 && c <= 57) {
+      if (inKey) bucket = bucket * 10 + c - 48;
+      else count = count * 10 + c - 48;
+    } else if (c === 58) inKey = false;
+    else if (c === 44) {
+      f(bucket, count);
+      bucket = count = 0;
+      inKey = true;
+    }
+  }
+  if (text.length > 0) f(bucket, count);
+}
+/**
+ * A string literal's content, unescaped (only a content with a backslash needs parsing);
+ * undefined for a bad escape.
+ */
+function unquote(s: string): string | undefined {
+  if (!s.includes("\\")) return s;
+  try {
+    return JSON.parse(`"${s}"`) as string;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A `calls` line in the engine's own form, read without JSON.parse: its counts and its buckets
+ * (as their text). Undefined for any other line, or one that breaks a rule callsProblem checks
+ * (a time past Date's range, more empty than LLM calls, a bucket past the last): those go the
+ * parsing way, which names the problem.
+ */
+export function readCallsLine(
+  line: string,
+  maxTime: number,
+): { counts: CallsCounts; latency: string } | undefined {
+  if (!line.startsWith('{"type":"calls",')) return undefined;
+  const m = CALLS_LINE.exec(line);
+  if (!m) return undefined;
+  const at = Number(m[1]);
+  const llm = Number(m[6]);
+  const empty = Number(m[7]);
+  const latency = m[8] ?? "";
+  const agent = unquote(m[2] ?? "");
+  const tool = unquote(m[3] ?? "");
+  if (at > maxTime || empty > llm || agent === undefined || tool === undefined) return undefined;
+  let highest = 0;
+  eachBucket(latency, (bucket) => {
+    highest = Math.max(highest, bucket);
+  });
+  if (highest > MAX_BUCKET) return undefined;
+  return {
+    counts: {
+      at,
+      agent,
+      tool,
+      ok: Number(m[4]),
+      failed: Number(m[5]),
+      llm,
+      empty,
+    },
+    latency,
+  };
 }
 
 /** Why a `thresholds` line is not one, or undefined when it is (only the fields read are checked). */
@@ -360,7 +504,9 @@ const better = (b: Replay, a: Replay) =>
 
 /** The tally of rollups, settings and incidents, and the proposals made from it. */
 export class ThresholdTally {
-  private readonly tools = new Map<string, ToolTally>();
+  /** By agent, then tool (two maps: no key to build per line). */
+  private readonly tools = new Map<string, Map<string, ToolTally>>();
+  private tracked = 0;
   private readonly stages = new Map<string, { agent: string; stage: string; durations: Buckets }>();
   private readonly settings = new Map<string, Settings>();
   private readonly limits = new Map<string, Limits>();
@@ -368,10 +514,12 @@ export class ThresholdTally {
   private untracked = 0;
 
   private tool(agent: string, tool: string): ToolTally | undefined {
-    const key = JSON.stringify([agent, tool]);
-    let t = this.tools.get(key);
+    let byTool = this.tools.get(agent);
+    if (!byTool) this.tools.set(agent, (byTool = new Map<string, ToolTally>()));
+    let t = byTool.get(tool);
     if (!t) {
-      if (this.tools.size >= MAX_TOOLS) return undefined;
+      if (this.tracked >= MAX_TOOLS) return undefined;
+      this.tracked++;
       t = {
         agent,
         tool,
@@ -379,31 +527,43 @@ export class ThresholdTally {
         closed: new WindowColumns(),
         pending: new Set(),
         newest: -Infinity,
+        spare: [],
         called: false,
       };
-      this.tools.set(key, t);
+      byTool.set(tool, t);
     }
     return t;
   }
 
   /** A `calls` line (checked by callsProblem). */
-  addCalls(e: Record<string, unknown>): void {
+  /** A `calls` line (checked by callsProblem, or read by readCallsLine). */
+  addCalls(c: CallsCounts, latency: Readonly<Record<string, number>> | string): void {
     this.rollups++;
-    const t = this.tool(e.agent as string, e.tool as string);
+    const t = this.tool(c.agent, c.tool);
     if (!t) {
       this.untracked++;
       return;
     }
-    const start = windowOf(e.at as number);
+    const start = windowOf(c.at);
     advance(t, start);
     t.called = true;
     let w = t.open.get(start);
-    if (!w) t.open.set(start, (w = { ok: 0, failed: 0, llm: 0, empty: 0, latency: new Buckets() }));
-    w.ok += e.ok as number;
-    w.failed += e.failed as number;
-    w.llm += e.llm as number;
-    w.empty += e.empty as number;
-    w.latency.addEncoded(e.latencyMs as Record<string, number>);
+    if (!w) {
+      const latency = t.spare.pop() ?? new DenseBuckets();
+      t.open.set(start, (w = { ok: 0, failed: 0, llm: 0, empty: 0, latency }));
+    }
+    w.ok += c.ok;
+    w.failed += c.failed;
+    w.llm += c.llm;
+    w.empty += c.empty;
+    const buckets = w.latency;
+    if (typeof latency !== "string")
+      for (const [bucket, n] of Object.entries(latency)) buckets.add(Number(bucket), n);
+    else {
+      eachBucket(latency, (bucket, n) => {
+        buckets.add(bucket, n);
+      });
+    }
   }
 
   /** An incident of `tool` at `at`: its window is one the thresholds should flag. */
@@ -463,6 +623,7 @@ export class ThresholdTally {
     const signals: SignalAdvice[] = [];
     const health: ThresholdSuggestions["health"] = {};
     const sorted = [...this.tools.values()]
+      .flatMap((byTool) => [...byTool.values()])
       .filter((t) => t.called)
       .sort((a, b) => a.agent.localeCompare(b.agent) || a.tool.localeCompare(b.tool));
     for (const t of sorted) {

@@ -210,6 +210,12 @@ describe("selfheal report (in process): the files read", () => {
       [junk],
       `no recovery events in ${junk} (3 lines, none a recovery event or rollup; line 1: at is not a time)`,
     );
+    // Lines there are, but none in the period asked for: not an empty file.
+    const old = put(join(dir, "old.jsonl"), `${line(at(1))}\n${line(at(2))}\n`);
+    await expectUsage(
+      [old, "--since", "2026-02-01"],
+      `no recovery events in ${old} (all 2 lines are outside the period)`,
+    );
   });
 });
 

@@ -1,7 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { ReviewBuilder, reviewText } from "../../src/report/analyze.js";
+import { MAX_TIME, ReviewBuilder, reviewText } from "../../src/report/analyze.js";
 import { renderThresholdSuggestions } from "../../src/report/render-text.js";
-import type { SignalAdvice, ThresholdSuggestions } from "../../src/report/suggest-thresholds.js";
+import {
+  readCallsLine,
+  type SignalAdvice,
+  type ThresholdSuggestions,
+} from "../../src/report/suggest-thresholds.js";
 import {
   callsLine,
   callsLines,
@@ -249,6 +253,68 @@ describe("--suggest-thresholds: watchdog stall limits", () => {
 });
 
 describe("--suggest-thresholds: the lines", () => {
+  /** The review of `lines` read as text (the fast path for `calls` lines) and as parsed values. */
+  const bothWays = (lines: string[]) => {
+    const parsed = new ReviewBuilder();
+    lines.forEach((l, i) => {
+      parsed.addValue(JSON.parse(l) as unknown, `line ${i + 1}`);
+    });
+    return { read: reviewText(lines.join("\n")), parsed: parsed.review() };
+  };
+
+  it("reads the engine's own calls lines without parsing, to the same review", () => {
+    const base = JSON.parse(
+      callsLine(WEEK_START, "a", "t", {
+        ok: 3,
+        failed: 1,
+        llm: 2,
+        empty: 1,
+        latencies: [5, 90, 2000],
+      }),
+    ) as Record<string, unknown>;
+    const lines = [
+      JSON.stringify(base),
+      JSON.stringify({ ...base, agent: 'quo"te\\slash\u00e9', tool: "\u2028line" }),
+      JSON.stringify({ ...base, at: WEEK_START + 60_000, latencyMs: {} }),
+      JSON.stringify({ ...base, at: 0, ok: 0, failed: 0, llm: 0, empty: 0 }),
+    ];
+    expect(lines.map((l) => readCallsLine(l, MAX_TIME) !== undefined)).toEqual([
+      true,
+      true,
+      true,
+      true,
+    ]);
+    const { read, parsed } = bothWays(lines);
+    expect(read.thresholds).toEqual(parsed.thresholds);
+    expect(read.thresholds.rollups).toBe(4);
+    expect(read.thresholds.signals.map((a) => a.agent + "/" + a.tool)).toContain(
+      'quo"te\\slash\u00e9/\u2028line',
+    );
+  });
+
+  it("leaves every other form to the parser, which names what is wrong", () => {
+    const good = callsLine(WEEK_START, "a", "t", { ok: 1, latencies: [100] });
+    const other = [
+      good.replace('"ok":1', '"ok": 1'), // a space: valid JSON, not the engine's form
+      good.replace('"ok":1', '"ok":01'), // a leading zero: not JSON
+      good.replace(`"at":${WEEK_START}`, '"at":9000000000000000'), // past Date's range
+      good.replace('"llm":0,"empty":0', '"llm":1,"empty":2'),
+      good.replace(/"latencyMs":\{[^}]*\}/, '"latencyMs":{"401":1}'), // past the last bucket
+      good.replace('"agent":"a"', '"agent":"\\x"'), // a bad escape
+      good.replace('"tool":"t"', '"tool":7'),
+    ];
+    expect(other.map((l) => readCallsLine(l, MAX_TIME))).toEqual(other.map(() => undefined));
+    const r = reviewText(other.join("\n"));
+    expect(r.thresholds.rollups).toBe(1); // the one with a space
+    expect(r.malformedSamples).toEqual([
+      "line 2: not JSON",
+      "line 3: calls line: at is not a time",
+      "line 4: calls line: empty is more than llm",
+      'line 5: calls line: latencyMs: bucket "401" is not one',
+      "line 6: not JSON",
+    ]);
+  });
+
   it("names each malformed rollup or settings line, and keeps the rest", () => {
     const good = callsLine(WEEK_START, "a", "t", { ok: 1, latencies: [100] });
     const r = reviewText(
@@ -335,6 +401,19 @@ describe("--suggest-thresholds: the lines", () => {
     const rate = signal(s, "t", "success_rate");
     expect(rate.windows).toBe(143);
     expect(rate.current).toMatchObject({ incidents: 0, quiet: 141 });
+  });
+
+  it("judges the latest 4 weeks of a tool: a longer log costs no more", () => {
+    const weeks = 9; // past twice the windows kept: the oldest are dropped
+    const s = suggest(
+      callsLines("a", "t", WEEK_START, WEEK_START + weeks * 7 * DAY, (at) =>
+        at % (10 * MINUTE) === 0 ? { ok: 20, latencies: STEADY } : undefined,
+      ),
+    );
+    const rate = signal(s, "t", "success_rate");
+    expect(rate.samples).toBeLessThan(weeks * 7 * 144 * 20);
+    expect(rate.windows).toBeGreaterThanOrEqual(28 * 144);
+    expect(rate.windows).toBeLessThan(2 * 28 * 144);
   });
 
   it("counts the tools past its bound without judging them", () => {
