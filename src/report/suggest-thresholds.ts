@@ -7,6 +7,7 @@
  * incidents each would have flagged and the quiet windows (no incident in or next to them) it
  * would have raised false alarms on. A setting is proposed only where it does better.
  */
+import type { CallRollupLine } from "../engine/call-rollup.js";
 import { DEFAULT_WINDOWS } from "../health/store.js";
 import {
   DEFAULT_BASELINE_TAU_MS,
@@ -311,16 +312,8 @@ export function callsProblem(e: Record<string, unknown>): string | undefined {
   return problem === undefined ? undefined : `latencyMs: ${problem}`;
 }
 
-/** A `calls` line's fields, but its buckets. */
-export interface CallsCounts {
-  at: number;
-  agent: string;
-  tool: string;
-  ok: number;
-  failed: number;
-  llm: number;
-  empty: number;
-}
+/** A `calls` line's fields, but its type and buckets. */
+export type CallsCounts = Omit<CallRollupLine, "type" | "latencyMs">;
 
 const JSON_STRING = String.raw`"((?:[^"\\\x00-\x1f]|\\.)*)"`;
 const COUNT = String.raw`(0|[1-9]\d{0,14})`;
@@ -633,8 +626,8 @@ export class ThresholdTally {
       const thresholds = settings?.tools[t.tool] ?? settings?.thresholds ?? DEFAULT_THRESHOLDS;
       const tau = settings?.tauMs ?? DEFAULT_BASELINE_TAU_MS;
       for (const advice of [
-        successAdvice(t, windows, thresholds),
-        emptyAdvice(t, windows, thresholds),
+        rateAdvice(t, windows, thresholds, SUCCESS_RATE),
+        rateAdvice(t, windows, thresholds, EMPTY_RATE),
         latencyAdvice(t, windows, thresholds, tau),
       ]) {
         if (!advice) continue;
@@ -660,27 +653,62 @@ export class ThresholdTally {
   }
 }
 
-/** The success-rate warning: just under the lowest quiet window's rate, if that does better. */
-function successAdvice(
+/** A share signal: the success rate (low is bad) or the empty-response rate (high is bad). */
+interface RateSignal {
+  signal: "success_rate" | "empty_responses";
+  group: "successRate" | "emptyResponses";
+  /** The calls a window's rate is over, and the rate. */
+  samples: (w: Judged) => number;
+  rate: (w: Judged) => number;
+  lowIsBad: boolean;
+  /** What the quiet windows' worst rate is called in the evidence. */
+  worst: string;
+}
+
+const SUCCESS_RATE: RateSignal = {
+  signal: "success_rate",
+  group: "successRate",
+  samples: (w) => w.ok + w.failed,
+  rate: (w) => w.ok / (w.ok + w.failed),
+  lowIsBad: true,
+  worst: "lowest quiet success rate",
+};
+
+const EMPTY_RATE: RateSignal = {
+  signal: "empty_responses",
+  group: "emptyResponses",
+  samples: (w) => w.llm,
+  rate: (w) => w.empty / w.llm,
+  lowIsBad: false,
+  worst: "highest quiet empty rate",
+};
+
+/**
+ * A rate's warning: 0.02 past the quiet windows' worst rate (just under the lowest success rate,
+ * between 0.5 and 0.99; just over the highest empty rate, between 0.01 and 0.5), proposed if
+ * that does better; the critical level kept on the far side of it.
+ */
+function rateAdvice(
   t: ToolTally,
   all: Judged[],
   th: HealthThresholds,
+  r: RateSignal,
 ): SignalAdvice | undefined {
-  const { warning, minSamples } = th.successRate;
-  const samples = all.reduce((n, x) => n + x.ok + x.failed, 0);
+  const { warning, critical, minSamples } = th[r.group];
+  const samples = all.reduce((n, x) => n + r.samples(x), 0);
   if (samples === 0) return undefined;
   const points: Point[] = all
-    .filter((x) => x.ok + x.failed >= minSamples)
-    .map((x) => ({ ...x, value: x.ok / (x.ok + x.failed) }));
-  const current = replay(
-    points,
-    warning === null ? "off" : `warning below ${warning.toFixed(2)}`,
-    (p) => warning !== null && p.value < warning,
-  );
+    .filter((x) => r.samples(x) >= minSamples)
+    .map((x) => ({ ...x, value: r.rate(x) }));
+  const setting = (level: number) =>
+    `warning ${r.lowIsBad ? "below" : "above"} ${level.toFixed(2)}`;
+  const alarms = (level: number | null) => (p: Point) =>
+    level !== null && (r.lowIsBad ? p.value < level : p.value > level);
+  const current = replay(points, warning === null ? "off" : setting(warning), alarms(warning));
   const base = {
     agent: t.agent,
     tool: t.tool,
-    signal: "success_rate" as const,
+    signal: r.signal,
     samples,
     windows: points.length,
     current,
@@ -692,84 +720,31 @@ function successAdvice(
       evidence: `${quiet.length} quiet windows`,
       reason: "too few quiet windows to judge",
     };
-  const lowest = quiet.reduce((a, b) => Math.min(a, b), Infinity);
-  const evidence = `lowest quiet success rate ${lowest.toFixed(3)}`;
-  const candidate = round2(clamp(floorTo(lowest - 0.02, 0.01), 0.5, 0.99));
-  const critical = th.successRate.critical;
-  const suggested = replay(
-    points,
-    `warning below ${candidate.toFixed(2)}`,
-    (p) => p.value < candidate,
+  const worst = r.lowIsBad
+    ? quiet.reduce((a, b) => Math.min(a, b), Infinity)
+    : quiet.reduce((a, b) => Math.max(a, b), 0);
+  const evidence = `${r.worst} ${worst.toFixed(3)}`;
+  const candidate = round2(
+    r.lowIsBad
+      ? clamp(floorTo(worst - 0.02, 0.01), 0.5, 0.99)
+      : clamp(ceilTo(worst + 0.02, 0.01), 0.01, 0.5),
   );
+  const suggested = replay(points, setting(candidate), alarms(candidate));
   if (candidate === warning || !better(suggested, current))
     return { ...base, evidence, reason: "the current setting does as well" };
+  const crossed = critical !== null && (r.lowIsBad ? critical >= candidate : critical <= candidate);
   return {
     ...base,
     evidence,
     suggested,
     overrides: {
-      successRate: {
+      [r.group]: {
         warning: candidate,
-        // The warning stays above the critical level.
-        ...(critical !== null &&
-          critical >= candidate && { critical: round2(Math.max(0, candidate - 0.1)) }),
-      },
-    },
-    reason:
-      suggested.falseAlarms < current.falseAlarms
-        ? `the current warning alarmed on ${current.falseAlarms} quiet windows`
-        : `the current warning missed ${current.incidents - current.caught} incident windows`,
-  };
-}
-
-/** The empty-response warning: just over the highest quiet window's rate, if that does better. */
-function emptyAdvice(t: ToolTally, all: Judged[], th: HealthThresholds): SignalAdvice | undefined {
-  const { warning, minSamples } = th.emptyResponses;
-  const samples = all.reduce((n, x) => n + x.llm, 0);
-  if (samples === 0) return undefined;
-  const points: Point[] = all
-    .filter((x) => x.llm >= minSamples)
-    .map((x) => ({ ...x, value: x.empty / x.llm }));
-  const current = replay(
-    points,
-    warning === null ? "off" : `warning above ${warning.toFixed(2)}`,
-    (p) => warning !== null && p.value > warning,
-  );
-  const base = {
-    agent: t.agent,
-    tool: t.tool,
-    signal: "empty_responses" as const,
-    samples,
-    windows: points.length,
-    current,
-  };
-  const quiet = points.filter((p) => p.quiet).map((p) => p.value);
-  if (quiet.length < MIN_QUIET_WINDOWS)
-    return {
-      ...base,
-      evidence: `${quiet.length} quiet windows`,
-      reason: "too few quiet windows to judge",
-    };
-  const highest = quiet.reduce((a, b) => Math.max(a, b), 0);
-  const evidence = `highest quiet empty rate ${highest.toFixed(3)}`;
-  const candidate = round2(clamp(ceilTo(highest + 0.02, 0.01), 0.01, 0.5));
-  const critical = th.emptyResponses.critical;
-  const suggested = replay(
-    points,
-    `warning above ${candidate.toFixed(2)}`,
-    (p) => p.value > candidate,
-  );
-  if (candidate === warning || !better(suggested, current))
-    return { ...base, evidence, reason: "the current setting does as well" };
-  return {
-    ...base,
-    evidence,
-    suggested,
-    overrides: {
-      emptyResponses: {
-        warning: candidate,
-        ...(critical !== null &&
-          critical <= candidate && { critical: round2(Math.min(1, candidate + 0.1)) }),
+        ...(crossed && {
+          critical: round2(
+            r.lowIsBad ? Math.max(0, candidate - 0.1) : Math.min(1, candidate + 0.1),
+          ),
+        }),
       },
     },
     reason:
