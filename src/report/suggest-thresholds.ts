@@ -48,6 +48,9 @@ const STALL_STEP_MS = 5_000;
 
 export type SignalName = "success_rate" | "empty_responses" | "latency_p95";
 
+/** How the agent's own signals are named in the tool column. */
+export const AGENT_SCOPE = "(all tools)";
+
 /** What a setting did (or would have done) over the period's windows. */
 export interface Replay {
   /** The setting, as a person reads it: `warning below 0.80`, `learned baseline, warning at 3x`. */
@@ -63,7 +66,9 @@ export interface Replay {
 /** One signal of one tool: the evidence, what the current setting did and what is proposed. */
 export interface SignalAdvice {
   agent: string;
+  /** The tool, or AGENT_SCOPE for the agent's own signals (all its tools' calls together). */
   tool: string;
+  scope: "agent" | "tool";
   signal: SignalName;
   /** Calls (or LLM calls) in the period, and the windows with enough of them to judge. */
   samples: number;
@@ -102,7 +107,7 @@ export interface ThresholdSuggestions {
   signals: SignalAdvice[];
   stages: StageAdvice[];
   /** The fragments to paste, per agent: `createSelfHealing({ agent, health })`. */
-  health: Record<string, { tools: Record<string, ThresholdOverrides> }>;
+  health: Record<string, ThresholdOverrides & { tools?: Record<string, ThresholdOverrides> }>;
   /** `Supervisor({ limits: { stageStallMs } })`, per agent. */
   watchdog: Record<string, { stageStallMs: Record<string, number> }>;
   /** Rollup lines read; tools and stages past the bound (counted, not judged). */
@@ -230,9 +235,7 @@ class WindowColumns {
         });
       }
     }
-    const incidents = new Set(out.filter((w) => w.incident).map((w) => w.at));
-    for (const w of out)
-      w.quiet = ![w.at - WINDOW_MS, w.at, w.at + WINDOW_MS].some((x) => incidents.has(x));
+    markQuiet(out);
     return out;
   }
 }
@@ -619,25 +622,39 @@ export class ThresholdTally {
       .flatMap((byTool) => [...byTool.values()])
       .filter((t) => t.called)
       .sort((a, b) => a.agent.localeCompare(b.agent) || a.tool.localeCompare(b.tool));
+    const byAgent = new Map<string, { t: ToolTally; windows: Judged[] }[]>();
     for (const t of sorted) {
       closeWindows(t, Infinity);
-      const windows = t.closed.judged();
-      const settings = this.settings.get(t.agent);
-      const thresholds = settings?.tools[t.tool] ?? settings?.thresholds ?? DEFAULT_THRESHOLDS;
-      const tau = settings?.tauMs ?? DEFAULT_BASELINE_TAU_MS;
-      for (const advice of [
-        rateAdvice(t, windows, thresholds, SUCCESS_RATE),
-        rateAdvice(t, windows, thresholds, EMPTY_RATE),
-        latencyAdvice(t, windows, thresholds, tau),
-      ]) {
-        if (!advice) continue;
-        signals.push(advice);
-        if (!advice.overrides) continue;
-        const tools = (health[t.agent] ??= { tools: {} }).tools;
-        const own = (tools[t.tool] ??= {});
-        for (const [group, values] of Object.entries(advice.overrides))
-          Object.assign(((own as Record<string, object>)[group] ??= {}), values);
+      const tools = byAgent.get(t.agent) ?? [];
+      tools.push({ t, windows: t.closed.judged() });
+      byAgent.set(t.agent, tools);
+    }
+    const add = (advice: SignalAdvice | undefined, into: ThresholdOverrides) => {
+      if (!advice) return;
+      signals.push(advice);
+      for (const [group, values] of Object.entries(advice.overrides ?? {}))
+        Object.assign(((into as Record<string, object>)[group] ??= {}), values);
+    };
+    for (const [agent, tools] of byAgent) {
+      const settings = this.settings.get(agent);
+      const own: ThresholdSuggestions["health"][string] = {};
+      // The agent's own rates: its tools' calls together, judged on the agent's thresholds.
+      const scope = { agent, tool: AGENT_SCOPE, scope: "agent" as const };
+      const merged = mergeTools(tools.map((x) => x.windows));
+      const agentThresholds = settings?.thresholds ?? DEFAULT_THRESHOLDS;
+      add(rateAdvice(scope, merged, agentThresholds, SUCCESS_RATE), own);
+      add(rateAdvice(scope, merged, agentThresholds, EMPTY_RATE), own);
+      for (const { t, windows } of tools) {
+        const thresholds = settings?.tools[t.tool] ?? agentThresholds;
+        const tau = settings?.tauMs ?? DEFAULT_BASELINE_TAU_MS;
+        const tool = { agent, tool: t.tool, scope: "tool" as const };
+        const overrides: ThresholdOverrides = {};
+        add(rateAdvice(tool, windows, thresholds, SUCCESS_RATE), overrides);
+        add(rateAdvice(tool, windows, thresholds, EMPTY_RATE), overrides);
+        add(latencyAdvice(t, windows, thresholds, tau), overrides);
+        if (Object.keys(overrides).length) (own.tools ??= {})[t.tool] = overrides;
       }
+      if (Object.keys(own).length) health[agent] = own;
     }
     const stages: StageAdvice[] = [];
     const watchdog: ThresholdSuggestions["watchdog"] = {};
@@ -651,6 +668,37 @@ export class ThresholdTally {
     }
     return { signals, stages, health, watchdog, rollups: this.rollups, untracked: this.untracked };
   }
+}
+
+/** An agent's windows: its tools' summed by window start, incidents of any tool marked. */
+function mergeTools(tools: Judged[][]): Judged[] {
+  const byAt = new Map<number, Judged>();
+  for (const windows of tools) {
+    for (const w of windows) {
+      const m = byAt.get(w.at);
+      if (!m) {
+        byAt.set(w.at, { ...w });
+        continue;
+      }
+      m.ok += w.ok;
+      m.failed += w.failed;
+      m.llm += w.llm;
+      m.empty += w.empty;
+      m.calls += w.calls;
+      m.p95 = Math.max(m.p95, w.p95);
+      m.incident ||= w.incident;
+    }
+  }
+  const out = [...byAt.values()].sort((a, b) => a.at - b.at);
+  markQuiet(out);
+  return out;
+}
+
+/** Marks each window quiet when no window next to it, nor it, had an incident. */
+function markQuiet(windows: Judged[]): void {
+  const incidents = new Set(windows.filter((w) => w.incident).map((w) => w.at));
+  for (const w of windows)
+    w.quiet = ![w.at - WINDOW_MS, w.at, w.at + WINDOW_MS].some((x) => incidents.has(x));
 }
 
 /** A share signal: the success rate (low is bad) or the empty-response rate (high is bad). */
@@ -689,7 +737,7 @@ const EMPTY_RATE: RateSignal = {
  * that does better; the critical level kept on the far side of it.
  */
 function rateAdvice(
-  t: ToolTally,
+  t: { agent: string; tool: string; scope: "agent" | "tool" },
   all: Judged[],
   th: HealthThresholds,
   r: RateSignal,
@@ -708,6 +756,7 @@ function rateAdvice(
   const base = {
     agent: t.agent,
     tool: t.tool,
+    scope: t.scope,
     signal: r.signal,
     samples,
     windows: points.length,
@@ -861,6 +910,7 @@ function latencyAdvice(
   const base = {
     agent: t.agent,
     tool: t.tool,
+    scope: "tool" as const,
     signal: "latency_p95" as const,
     samples,
     windows: points.length,

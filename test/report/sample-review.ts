@@ -92,6 +92,7 @@ export const sampleReview: Review = {
       {
         agent: "support",
         tool: "lookup",
+        scope: "tool",
         signal: "latency_p95",
         samples: 9000,
         windows: 48,
@@ -117,6 +118,7 @@ export const sampleReview: Review = {
       {
         agent: "support",
         tool: "lookup",
+        scope: "tool",
         signal: "success_rate",
         samples: 9000,
         windows: 48,

@@ -79,9 +79,10 @@ describe("--suggest-thresholds: latency", () => {
     const s = suggest(week(() => STEADY));
     expect(s.health).toEqual({});
     expect(s.watchdog).toEqual({});
-    expect(s.signals.map((a) => [a.signal, a.suggested, a.overrides])).toEqual([
-      ["success_rate", undefined, undefined],
-      ["latency_p95", undefined, undefined],
+    expect(s.signals.map((a) => [a.tool, a.signal, a.suggested, a.overrides])).toEqual([
+      ["(all tools)", "success_rate", undefined, undefined],
+      ["search", "success_rate", undefined, undefined],
+      ["search", "latency_p95", undefined, undefined],
     ]);
     expect(signal(s, "search", "latency_p95").reason).toBe("no false alarm on quiet windows");
     expect(renderThresholdSuggestions(s)).toContain(
@@ -173,6 +174,33 @@ describe("--suggest-thresholds: success and empty rates", () => {
     expect(rate.overrides).toEqual({ successRate: { warning: 0.91, critical: 0.81 } });
     expect(rate.suggested?.falseAlarms).toBe(0);
     expect(rate.reason).toBe("the current warning alarmed on 144 quiet windows");
+  });
+
+  it("judges the agent's own rate over all its tools, and places its change at the agent's level", () => {
+    const day = (tool: string) =>
+      callsLines("support", tool, WEEK_START, WEEK_START + DAY, () => ({
+        ok: 98,
+        failed: 2,
+        latencies: STEADY,
+      }));
+    const s = suggest([
+      // Each tool has its own warning below its 0.98; the agent's 0.99 alarms all day.
+      thresholdsLine(
+        "support",
+        { successRate: { warning: 0.99 } },
+        { a: { successRate: { warning: 0.9 } }, b: { successRate: { warning: 0.9 } } },
+      ),
+      ...day("a"),
+      ...day("b"),
+    ]);
+    const agent = s.signals.find((x) => x.scope === "agent" && x.signal === "success_rate");
+    expect(agent).toMatchObject({ tool: "(all tools)", samples: 2 * 1440 * 100, windows: 144 });
+    expect(agent?.current.falseAlarms).toBe(144);
+    expect(agent?.overrides).toEqual({ successRate: { warning: 0.96 } });
+    expect(s.health).toEqual({ support: { successRate: { warning: 0.96 } } });
+    expect(renderThresholdSuggestions(s)).toContain(
+      'createSelfHealing({ agent: "support", health: {\n    "successRate": {',
+    );
   });
 
   it("judges empty responses of LLM calls, and needs an hour of quiet windows", () => {
@@ -423,6 +451,6 @@ describe("--suggest-thresholds: the lines", () => {
     const s = suggest(lines);
     expect(s.rollups).toBe(505);
     expect(s.untracked).toBe(5);
-    expect(new Set(s.signals.map((a) => a.tool)).size).toBe(500);
+    expect(new Set(s.signals.filter((a) => a.scope === "tool").map((a) => a.tool)).size).toBe(500);
   });
 });
