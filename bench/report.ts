@@ -8,6 +8,8 @@
  * measures its wall time
  * and peak RSS (`/usr/bin/time -v` when present, else VmHWM from /proc/PID/status, polled).
  * Target: flat memory (the biggest log's peak RSS within 1.5x the smallest's) at >= 100 MB/s.
+ * Beside it, the baseline: the same file read by the same line reader with a bare JSON.parse of
+ * each line and nothing else, so the figure holds on a slower or busier machine as a ratio.
  *
  * Run: npm run bench:report   (writes bench/results/report.json)
  * Sizes: REPORT_BENCH_MB=100,1000 (the default).
@@ -166,27 +168,14 @@ interface Run {
   how: string;
 }
 
-/**
- * Runs the built CLI on `file` with every section; peak RSS from /usr/bin/time -v or polled
- * VmHWM. The period is the log's second half, compared with its first.
- */
-async function measure(file: string, fromMs: number, toMs: number): Promise<Run> {
-  const middle = Math.floor((fromMs + toMs) / 2);
-  const args = [
-    "dist/cli/main.js",
-    "report",
-    file,
-    "--since",
-    new Date(middle).toISOString(),
-    "--until",
-    new Date(toMs + 1).toISOString(),
-    "--compare-previous",
-    "--html",
-    `${file}.html`,
-    "--suggest-rules",
-    `${file}.rules.json`,
-    "--suggest-thresholds",
-  ];
+/** The baseline: the built line reader, each line JSON.parsed, nothing kept. */
+const BASELINE = `
+import { readInto } from "./dist/report/read.js";
+await readInto(process.argv[1], { addLine(line) { if (line) JSON.parse(line); }, reject() {} });
+`;
+
+/** Wall time and peak RSS of `node ARGS`: /usr/bin/time -v when present, else polled VmHWM. */
+async function timed(args: string[]): Promise<Run> {
   const useTime = existsSync(TIME);
   const started = performance.now();
   const child = useTime
@@ -215,6 +204,29 @@ async function measure(file: string, fromMs: number, toMs: number): Promise<Run>
   };
 }
 
+/**
+ * Runs the built CLI on `file` with every section. The period is the log's second half, compared
+ * with its first.
+ */
+function measure(file: string, fromMs: number, toMs: number): Promise<Run> {
+  const middle = Math.floor((fromMs + toMs) / 2);
+  return timed([
+    "dist/cli/main.js",
+    "report",
+    file,
+    "--since",
+    new Date(middle).toISOString(),
+    "--until",
+    new Date(toMs + 1).toISOString(),
+    "--compare-previous",
+    "--html",
+    `${file}.html`,
+    "--suggest-rules",
+    `${file}.rules.json`,
+    "--suggest-thresholds",
+  ]);
+}
+
 const dir = await mkdtemp(join(tmpdir(), "selfheal-bench-report-"));
 const results: Record<string, unknown>[] = [];
 try {
@@ -224,12 +236,16 @@ try {
     const { bytes, fromMs, toMs } = await generate(file, mb);
     const genSeconds = (performance.now() - genStart) / 1000;
     const run = await measure(file, fromMs, toMs);
+    const baseline = await timed(["--input-type=module", "-e", BASELINE, file]);
     await rm(file);
     const row = {
       sizeMb: Math.round(bytes / 1e5) / 10,
       generateSeconds: Math.round(genSeconds * 10) / 10,
       wallSeconds: Math.round(run.wallSeconds * 100) / 100,
       mbPerSecond: Math.round(bytes / 1e6 / run.wallSeconds),
+      parseOnlyMbPerSecond: Math.round(bytes / 1e6 / baseline.wallSeconds),
+      // The review's time over the bare parse's: the cost of all it works out, on any machine.
+      timeOverParseOnly: Math.round((run.wallSeconds / baseline.wallSeconds) * 100) / 100,
       peakRssMb: run.peakRssMb,
       exitCode: run.exitCode,
       measuredWith: run.how,
@@ -257,5 +273,5 @@ const summary = {
 };
 await writeFile("bench/results/report.json", `${JSON.stringify(summary, null, 2)}\n`);
 console.log(
-  `peak RSS ${first.peakRssMb} MB -> ${last.peakRssMb} MB (x${memoryRatio}, target <= 1.5); slowest ${minMbPerSecond} MB/s (target >= 100)`,
+  `peak RSS ${first.peakRssMb} MB -> ${last.peakRssMb} MB (x${memoryRatio}, target <= 1.5); slowest ${minMbPerSecond} MB/s (target >= 100; a bare JSON.parse of each line: ${results.map((r) => r.parseOnlyMbPerSecond as number).join(", ")} MB/s)`,
 );

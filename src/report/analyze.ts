@@ -2,6 +2,7 @@ import type { RecoveryEvent } from "../engine/events.js";
 import { oneLine, redact } from "../telemetry/redact.js";
 import { BreakdownTally, type Breakdown } from "./breakdown.js";
 import { SeriesTally, type Series } from "./series.js";
+import { lineName, type Where } from "./read.js";
 import { DurationSketch } from "./sketch.js";
 import { RuleSuggester, type RuleSuggestions } from "./suggest-rules.js";
 import {
@@ -152,35 +153,42 @@ export function eventProblem(value: unknown): string | undefined {
     return "not a JSON object";
   const e = value as Record<string, unknown>;
   if (!isFiniteNumber(e.at) || Math.abs(e.at) > MAX_TIME) return "at is not a time";
-  for (const key of ["agent", "tool", "error", "pattern", "outcome"]) {
+  // Plain loops over constant lists: this runs for every event of a log of millions.
+  for (let k = 0; k < REQUIRED_STRINGS.length; k++) {
+    const key = REQUIRED_STRINGS[k] as string;
     if (typeof e[key] !== "string") return `${key} is not a string`;
   }
-  for (const key of ["taskId", "strategy", "provider"]) {
+  for (let k = 0; k < OPTIONAL_STRINGS.length; k++) {
+    const key = OPTIONAL_STRINGS[k] as string;
     if (!optionalString(e[key])) return `${key} is not a string`;
   }
-  if (!Array.isArray(e.steps)) return "steps is not a list";
-  for (const [i, step] of (e.steps as unknown[]).entries()) {
-    const s = step as { strategy?: unknown; skipped?: unknown } | null;
+  const steps = e.steps;
+  if (!Array.isArray(steps)) return "steps is not a list";
+  for (let i = 0; i < steps.length; i++) {
+    const s = steps[i] as { strategy?: unknown; skipped?: unknown } | null;
     if (typeof s !== "object" || s === null || typeof s.strategy !== "string")
       return `steps[${i}] is not a step`;
     if (!optionalString(s.skipped)) return `steps[${i}].skipped is not a string`;
   }
-  for (const key of ["durationMs", "costUsd"]) {
-    const v = e[key];
-    if (!isFiniteNumber(v) || v < 0) return `${key} is not a number`;
-  }
+  if (!isFiniteNumber(e.durationMs) || e.durationMs < 0) return "durationMs is not a number";
+  if (!isFiniteNumber(e.costUsd) || e.costUsd < 0) return "costUsd is not a number";
   if (e.code !== undefined && typeof e.code !== "string") return "code is not a string";
-  for (const key of [
-    "confidence",
-    "attempts",
-    "wastedRetries",
-    "failoverCostDifferentialUsd",
-    "status",
-  ]) {
+  for (let k = 0; k < OPTIONAL_NUMBERS.length; k++) {
+    const key = OPTIONAL_NUMBERS[k] as string;
     if (e[key] !== undefined && !isFiniteNumber(e[key])) return `${key} is not a number`;
   }
   return undefined;
 }
+
+const REQUIRED_STRINGS = ["agent", "tool", "error", "pattern", "outcome"];
+const OPTIONAL_STRINGS = ["taskId", "strategy", "provider"];
+const OPTIONAL_NUMBERS = [
+  "confidence",
+  "attempts",
+  "wastedRetries",
+  "failoverCostDifferentialUsd",
+  "status",
+];
 
 /** What parseLine gives for a blank line, and for one that is not JSON. */
 export const BLANK = Symbol("blank");
@@ -348,7 +356,7 @@ export class ReviewBuilder {
   constructor(private readonly period: { sinceMs?: number; untilMs?: number } = {}) {}
 
   /** Adds one line of JSONL; `where` names it in a complaint (`line 7`). */
-  addLine(line: string, where: string): void {
+  addLine(line: string, where: Where): void {
     const calls = readCallsLine(line, MAX_TIME);
     if (calls) {
       this.addCallsLine(calls);
@@ -364,7 +372,7 @@ export class ReviewBuilder {
    * Adds one parsed line: an event or a watchdog line of the period, else (with `complain`) a
    * complaint.
    */
-  addValue(value: unknown, where: string, complain = true): void {
+  addValue(value: unknown, where: Where, complain = true): void {
     const type = lineType(value);
     if (type !== undefined) {
       this.addTyped(value as Record<string, unknown>, type, where, complain);
@@ -377,7 +385,7 @@ export class ReviewBuilder {
   }
 
   /** A line with a `type`: the watchdog's, a call rollup, or the settings in effect. */
-  private addTyped(e: Record<string, unknown>, type: unknown, where: string, complain: boolean) {
+  private addTyped(e: Record<string, unknown>, type: unknown, where: Where, complain: boolean) {
     const what = type === "watchdog" ? "watchdog event" : `${String(type)} line`;
     let problem: string | undefined;
     if (!isFiniteNumber(e.at) || Math.abs(e.at) > MAX_TIME) problem = "at is not a time";
@@ -419,10 +427,10 @@ export class ReviewBuilder {
   }
 
   /** Counts a line that is not an event (a line too long to read, for one). */
-  reject(where: string, problem: string): void {
+  reject(where: Where, problem: string): void {
     this.malformed++;
     if (this.malformedSamples.length < MALFORMED_NAMED)
-      this.malformedSamples.push(`${where}: ${problem}`);
+      this.malformedSamples.push(`${lineName(where)}: ${problem}`);
   }
 
   /** Adds a validated event. */

@@ -4,7 +4,7 @@
  */
 import { BLANK, MAX_TIME, NOT_JSON, parseLine, ReviewBuilder } from "./analyze.js";
 import { readCallsLine } from "./suggest-thresholds.js";
-import type { LineSink } from "./read.js";
+import type { LineSink, Where } from "./read.js";
 
 export interface Period {
   sinceMs?: number;
@@ -39,7 +39,7 @@ export class PeriodReviews implements LineSink {
         : undefined;
   }
 
-  addLine(line: string, where: string): void {
+  addLine(line: string, where: Where): void {
     const calls = readCallsLine(line, MAX_TIME);
     if (calls) {
       this.current.addCallsLine(calls);
@@ -57,7 +57,7 @@ export class PeriodReviews implements LineSink {
     this.previous?.addValue(value, where, false);
   }
 
-  reject(where: string, problem: string): void {
+  reject(where: Where, problem: string): void {
     this.current.reject(where, problem);
   }
 }

@@ -1,9 +1,18 @@
 import { createReadStream } from "node:fs";
+/**
+ * Names a line in a complaint (`line 7`); a function when the name is built only if needed (the
+ * reader's lines are mostly fine: a string per line would be garbage per line).
+ */
+export type Where = string | (() => string);
+
+/** The name `where` gives. */
+export const lineName = (where: Where): string => (typeof where === "string" ? where : where());
+
 /** Where read lines go: a review, or the reviews of two periods. */
 export interface LineSink {
-  addLine(line: string, where: string): void;
+  addLine(line: string, where: Where): void;
   /** A line that could not be read (too long). */
-  reject(where: string, problem: string): void;
+  reject(where: Where, problem: string): void;
 }
 
 /**
@@ -23,17 +32,18 @@ export async function readInto(
   builder: LineSink,
   label: string | undefined,
 ): Promise<void> {
-  const where = (n: number) => (label === undefined ? `line ${n}` : `${label} line ${n}`);
   let lineNo = 0;
+  // Read when a line is rejected, during its addLine: the line being read.
+  const where = () => (label === undefined ? `line ${lineNo}` : `${label} line ${lineNo}`);
   let parts: Buffer[] = [];
   let partBytes = 0;
   let tooLong = false;
   const endLine = (last: Buffer) => {
     lineNo++;
-    if (tooLong) builder.reject(where(lineNo), `longer than ${MAX_LINE_BYTES} bytes`);
+    if (tooLong) builder.reject(where, `longer than ${MAX_LINE_BYTES} bytes`);
     else {
       const bytes = parts.length ? Buffer.concat([...parts, last]) : last;
-      builder.addLine(bytes.toString("utf8"), where(lineNo));
+      builder.addLine(bytes.toString("utf8"), where);
     }
     parts = [];
     partBytes = 0;

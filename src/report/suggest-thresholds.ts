@@ -171,33 +171,40 @@ interface Judged {
   quiet: boolean;
 }
 
-const COLUMNS = ["at", "ok", "failed", "llm", "empty", "calls", "p95", "incident"] as const;
+/** A closed window's row: its columns, in order. */
+const [AT, OK, FAILED, LLM, EMPTY, CALLS, P95, INCIDENT, WIDTH] = [
+  0, 1, 2, 3, 4, 5, 6, 7, 8,
+] as const;
 
 /**
- * A tool's closed windows as columns of numbers: 64 bytes a window and no object each, so a
- * long log costs little (a year of 10-minute windows is 3.4 MB per tool) and memory stays flat.
+ * A tool's closed windows, the latest WINDOWS_KEPT, as rows of numbers in a ring: 64 bytes a
+ * window and no object each. The rows live in a typed array, outside V8's heap: a heap that grows
+ * with the log's length makes V8 leave more garbage between collections, so a month of log costs
+ * far more than its windows (this keeps the review's peak memory flat).
  */
 class WindowColumns {
-  private readonly cols = Object.fromEntries(COLUMNS.map((c) => [c, [] as number[]])) as Record<
-    (typeof COLUMNS)[number],
-    number[]
-  >;
+  private rows = new Float64Array(64 * WIDTH);
+  /** Rows written in all; the latest WINDOWS_KEPT are held. */
+  private written = 0;
 
   push(at: number, w: Window | undefined, incident: boolean): void {
-    const c = this.cols;
-    // Past twice the windows kept, the oldest go (in bulk: a splice per window would be slow).
-    if (c.at.length >= 2 * WINDOWS_KEPT) {
-      const drop = c.at.length - WINDOWS_KEPT;
-      for (const column of COLUMNS) c[column].splice(0, drop);
+    const capacity = this.rows.length / WIDTH;
+    if (this.written === capacity && capacity < WINDOWS_KEPT) {
+      const grown = new Float64Array(Math.min(2 * capacity, WINDOWS_KEPT) * WIDTH);
+      grown.set(this.rows);
+      this.rows = grown;
     }
-    c.at.push(at);
-    c.ok.push(w?.ok ?? 0);
-    c.failed.push(w?.failed ?? 0);
-    c.llm.push(w?.llm ?? 0);
-    c.empty.push(w?.empty ?? 0);
-    c.calls.push(w?.latency.total ?? 0);
-    c.p95.push(w?.latency.quantile(0.95) ?? 0);
-    c.incident.push(incident ? 1 : 0);
+    const r = (this.written % (this.rows.length / WIDTH)) * WIDTH;
+    const rows = this.rows;
+    rows[r + AT] = at;
+    rows[r + OK] = w?.ok ?? 0;
+    rows[r + FAILED] = w?.failed ?? 0;
+    rows[r + LLM] = w?.llm ?? 0;
+    rows[r + EMPTY] = w?.empty ?? 0;
+    rows[r + CALLS] = w?.latency.total ?? 0;
+    rows[r + P95] = w?.latency.quantile(0.95) ?? 0;
+    rows[r + INCIDENT] = incident ? 1 : 0;
+    this.written++;
   }
 
   /**
@@ -205,35 +212,27 @@ class WindowColumns {
    * it closed) is merged: counts summed, the larger P95.
    */
   judged(): Judged[] {
-    const c = this.cols;
-    const order = c.at.map((_, i) => i).sort((a, b) => (c.at[a] ?? 0) - (c.at[b] ?? 0));
+    const rows = this.rows;
+    const held = Math.min(this.written, rows.length / WIDTH);
+    const order = Array.from({ length: held }, (_, i) => i * WIDTH).sort(
+      (a, b) => (rows[a + AT] ?? 0) - (rows[b + AT] ?? 0),
+    );
     const out: Judged[] = [];
-    for (const i of order) {
-      const at = c.at[i] ?? 0;
+    for (const r of order) {
+      const n = (col: number) => rows[r + col] ?? 0;
+      const w = {
+        at: n(AT),
+        ok: n(OK),
+        failed: n(FAILED),
+        llm: n(LLM),
+        empty: n(EMPTY),
+        calls: n(CALLS),
+        p95: n(P95),
+        incident: n(INCIDENT) === 1,
+      };
       const last = out.at(-1);
-      const w = last?.at === at ? last : undefined;
-      const n = (col: (typeof COLUMNS)[number]) => c[col][i] ?? 0;
-      if (w) {
-        w.ok += n("ok");
-        w.failed += n("failed");
-        w.llm += n("llm");
-        w.empty += n("empty");
-        w.calls += n("calls");
-        w.p95 = Math.max(w.p95, n("p95"));
-        w.incident ||= n("incident") === 1;
-      } else {
-        out.push({
-          at,
-          ok: n("ok"),
-          failed: n("failed"),
-          llm: n("llm"),
-          empty: n("empty"),
-          calls: n("calls"),
-          p95: n("p95"),
-          incident: n("incident") === 1,
-          quiet: true,
-        });
-      }
+      if (last?.at === w.at) foldWindow(last, w);
+      else out.push({ ...w, quiet: true });
     }
     markQuiet(out);
     return out;
@@ -622,38 +621,52 @@ export class ThresholdTally {
       .flatMap((byTool) => [...byTool.values()])
       .filter((t) => t.called)
       .sort((a, b) => a.agent.localeCompare(b.agent) || a.tool.localeCompare(b.tool));
-    const byAgent = new Map<string, { t: ToolTally; windows: Judged[] }[]>();
+    const byAgent = new Map<string, ToolTally[]>();
     for (const t of sorted) {
-      closeWindows(t, Infinity);
-      const tools = byAgent.get(t.agent) ?? [];
-      tools.push({ t, windows: t.closed.judged() });
-      byAgent.set(t.agent, tools);
+      const list = byAgent.get(t.agent);
+      if (list) list.push(t);
+      else byAgent.set(t.agent, [t]);
     }
-    const add = (advice: SignalAdvice | undefined, into: ThresholdOverrides) => {
+    const add = (advice: SignalAdvice | undefined, into: ThresholdOverrides, list = signals) => {
       if (!advice) return;
-      signals.push(advice);
+      list.push(advice);
       for (const [group, values] of Object.entries(advice.overrides ?? {}))
         Object.assign(((into as Record<string, object>)[group] ??= {}), values);
     };
     for (const [agent, tools] of byAgent) {
       const settings = this.settings.get(agent);
-      const own: ThresholdSuggestions["health"][string] = {};
-      // The agent's own rates: its tools' calls together, judged on the agent's thresholds.
-      const scope = { agent, tool: AGENT_SCOPE, scope: "agent" as const };
-      const merged = mergeTools(tools.map((x) => x.windows));
       const agentThresholds = settings?.thresholds ?? DEFAULT_THRESHOLDS;
-      add(rateAdvice(scope, merged, agentThresholds, SUCCESS_RATE), own);
-      add(rateAdvice(scope, merged, agentThresholds, EMPTY_RATE), own);
-      for (const { t, windows } of tools) {
+      // One tool's windows at a time (a month of them for hundreds of tools would not be small),
+      // summed by window start into the agent's own as they go.
+      const merged = new Map<number, Judged>();
+      const toolSignals: SignalAdvice[] = [];
+      const toolOverrides: Record<string, ThresholdOverrides> = {};
+      for (const t of tools) {
+        closeWindows(t, Infinity);
+        const windows = t.closed.judged();
+        for (const w of windows) {
+          const m = merged.get(w.at);
+          if (m) foldWindow(m, w);
+          else merged.set(w.at, { ...w });
+        }
         const thresholds = settings?.tools[t.tool] ?? agentThresholds;
         const tau = settings?.tauMs ?? DEFAULT_BASELINE_TAU_MS;
         const tool = { agent, tool: t.tool, scope: "tool" as const };
         const overrides: ThresholdOverrides = {};
-        add(rateAdvice(tool, windows, thresholds, SUCCESS_RATE), overrides);
-        add(rateAdvice(tool, windows, thresholds, EMPTY_RATE), overrides);
-        add(latencyAdvice(t, windows, thresholds, tau), overrides);
-        if (Object.keys(overrides).length) (own.tools ??= {})[t.tool] = overrides;
+        add(rateAdvice(tool, windows, thresholds, SUCCESS_RATE), overrides, toolSignals);
+        add(rateAdvice(tool, windows, thresholds, EMPTY_RATE), overrides, toolSignals);
+        add(latencyAdvice(t, windows, thresholds, tau), overrides, toolSignals);
+        if (Object.keys(overrides).length) toolOverrides[t.tool] = overrides;
       }
+      // The agent's own rates, first: its tools' calls together, judged on its thresholds.
+      const own: ThresholdSuggestions["health"][string] = {};
+      const scope = { agent, tool: AGENT_SCOPE, scope: "agent" as const };
+      const agentWindows = [...merged.values()].sort((a, b) => a.at - b.at);
+      markQuiet(agentWindows);
+      add(rateAdvice(scope, agentWindows, agentThresholds, SUCCESS_RATE), own);
+      add(rateAdvice(scope, agentWindows, agentThresholds, EMPTY_RATE), own);
+      signals.push(...toolSignals);
+      if (Object.keys(toolOverrides).length) own.tools = toolOverrides;
       if (Object.keys(own).length) health[agent] = own;
     }
     const stages: StageAdvice[] = [];
@@ -670,28 +683,15 @@ export class ThresholdTally {
   }
 }
 
-/** An agent's windows: its tools' summed by window start, incidents of any tool marked. */
-function mergeTools(tools: Judged[][]): Judged[] {
-  const byAt = new Map<number, Judged>();
-  for (const windows of tools) {
-    for (const w of windows) {
-      const m = byAt.get(w.at);
-      if (!m) {
-        byAt.set(w.at, { ...w });
-        continue;
-      }
-      m.ok += w.ok;
-      m.failed += w.failed;
-      m.llm += w.llm;
-      m.empty += w.empty;
-      m.calls += w.calls;
-      m.p95 = Math.max(m.p95, w.p95);
-      m.incident ||= w.incident;
-    }
-  }
-  const out = [...byAt.values()].sort((a, b) => a.at - b.at);
-  markQuiet(out);
-  return out;
+/** Adds `w` into `into`, a window of the same start: counts summed, the larger P95. */
+function foldWindow(into: Judged, w: Omit<Judged, "quiet">): void {
+  into.ok += w.ok;
+  into.failed += w.failed;
+  into.llm += w.llm;
+  into.empty += w.empty;
+  into.calls += w.calls;
+  into.p95 = Math.max(into.p95, w.p95);
+  into.incident ||= w.incident;
 }
 
 /** Marks each window quiet when no window next to it, nor it, had an incident. */
