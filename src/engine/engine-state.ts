@@ -117,7 +117,7 @@ export class EngineState implements Engine {
       recovery.eventLog === undefined ? undefined : new JsonlLog(recovery.eventLog, logger);
     // The settings in effect first, then the calls they judged, minute by minute.
     this.eventLog?.append(thresholdsLine(options, clock.now()));
-    this.callRollup = this.eventLog && new CallRollup(agent, this.eventLog);
+    this.callRollup = this.eventLog && new CallRollup(this.eventLog);
   }
 
   closed(): boolean {

@@ -198,7 +198,8 @@ class Instance implements SelfHealing {
       clock,
       defaultAgent: agent,
       logger,
-      onRecord: () => {
+      onRecord: (record, now) => {
+        engine.callRollup?.record(record, now);
         engine.health.noteRecord();
       },
     });
@@ -210,7 +211,7 @@ class Instance implements SelfHealing {
       this.stopWarmups();
       engine.stopStoreWatch?.();
       engine.events.clear();
-      engine.callRollup?.flush(); // the open minute
+      engine.callRollup?.close(); // the open minute; calls in flight write their own
       await engine.eventLog?.flush();
       await releaseStore(engine.options); // what selfheal opened, never the user's client
     })();

@@ -21,7 +21,7 @@ import {
   SPAN_TOOL_CALL,
 } from "../telemetry/conventions.js";
 import { describeThrown, redact } from "../telemetry/redact.js";
-import type { SignalStore } from "./store.js";
+import type { CallRecord, SignalStore } from "./store.js";
 
 /**
  * The fields of an SDK `ReadableSpan` this processor reads. Declared here so the core does not
@@ -104,8 +104,8 @@ export interface HealthSpanProcessorOptions {
   /** Agent to count a span under when it has no `gen_ai.agent.name`. */
   defaultAgent: string;
   logger: { warn(message: string): void };
-  /** Told after each call recorded (the instance's status reads the store again). */
-  onRecord?: () => void;
+  /** Told each call recorded, at its `now` (the instance's status and event log count it too). */
+  onRecord?: (record: CallRecord, now: number) => void;
 }
 
 /**
@@ -153,21 +153,18 @@ export class HealthSpanProcessor {
       span.status.code === SpanStatusCode.ERROR ||
       nonEmpty(attributes[ATTR_ERROR_TYPE]) !== undefined;
     try {
-      this.options.store.recordCall(
-        {
-          agent:
-            typeof agentName === "string" && agentName !== ""
-              ? agentName
-              : this.options.defaultAgent,
-          tool: call.name,
-          outcome: failed ? "error" : "success",
-          durationMs: span.duration[0] * 1_000 + span.duration[1] / 1e6,
-          empty:
-            isTool || failed || typeof outputTokens !== "number" ? undefined : outputTokens === 0,
-        },
-        this.options.clock.now(),
-      );
-      this.options.onRecord?.();
+      const record: CallRecord = {
+        agent:
+          typeof agentName === "string" && agentName !== "" ? agentName : this.options.defaultAgent,
+        tool: call.name,
+        outcome: failed ? "error" : "success",
+        durationMs: span.duration[0] * 1_000 + span.duration[1] / 1e6,
+        empty:
+          isTool || failed || typeof outputTokens !== "number" ? undefined : outputTokens === 0,
+      };
+      const now = this.options.clock.now();
+      this.options.store.recordCall(record, now);
+      this.options.onRecord?.(record, now);
     } catch (error) {
       this.options.logger.warn(
         `selfheal: signal store failed to record a span: ${redact(describeThrown(error))}`,

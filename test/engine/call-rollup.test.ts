@@ -1,5 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
+import { SpanStatusCode } from "@opentelemetry/api";
 import { describe, expect, it, vi } from "vitest";
 import type { Clock } from "../../src/clock.js";
 import { CallRollup, type CallRollupLine } from "../../src/engine/call-rollup.js";
@@ -22,7 +23,7 @@ import {
   type ToolCallEvent,
 } from "../../src/index.js";
 import { JsonlLog } from "../../src/recovery/event-log.js";
-import { Buckets } from "../../src/telemetry/log-buckets.js";
+import { bucketOf, Buckets } from "../../src/telemetry/log-buckets.js";
 import { FailureInjector, VirtualClock } from "../../src/testing/index.js";
 import { NO_RECOVERY, virtualInstance } from "../helpers/engine.js";
 import { freshDirs } from "../helpers/temp.js";
@@ -218,6 +219,57 @@ describe("call rollup lines", () => {
     expect(rollups(await linesOf(path)).map(counts)).toEqual([line("a", T0, { ok: 1 })]);
   });
 
+  it("count what other libraries' spans recorded, under the span's agent", async () => {
+    const { sh, path } = logged();
+    const health = sh.spanProcessor();
+    const span = (agent: string | undefined, code: SpanStatusCode) => ({
+      name: "execute_tool web_search",
+      attributes: {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "web_search",
+        ...(agent !== undefined && { "gen_ai.agent.name": agent }),
+      },
+      status: { code },
+      duration: [0, 5_000_000] as [number, number],
+    });
+    health.onEnd(span(undefined, SpanStatusCode.UNSET));
+    health.onEnd(span("planner", SpanStatusCode.UNSET));
+    health.onEnd(span("planner", SpanStatusCode.ERROR));
+    await sh.close();
+    expect(rollups(await linesOf(path))).toEqual([
+      { ...line("web_search", T0, { ok: 1 }), latencyMs: { [bucketOf(5)]: 1 } },
+      {
+        ...line("web_search", T0, { ok: 1, failed: 1 }),
+        agent: "planner",
+        latencyMs: { [bucketOf(5)]: 2 },
+      },
+    ]);
+  });
+
+  it("of a call in flight at close() are written as it ends", async () => {
+    const { sh, clock, path } = logged();
+    let answer!: (v: string) => void;
+    const slow = sh.tool(
+      "slow",
+      { readOnly: true },
+      () => new Promise<string>((r) => (answer = r)),
+    );
+    const fast = sh.tool("fast", { readOnly: true }, () => "ok");
+    await fast(undefined);
+    const pending = slow(undefined);
+    await clock.advance(0);
+    await sh.close();
+    expect(rollups(await linesOf(path)).map(counts)).toEqual([line("fast", T0, { ok: 1 })]);
+    answer("late");
+    await pending;
+    await vi.waitFor(async () => {
+      expect(rollups(await linesOf(path)).map(counts)).toEqual([
+        line("fast", T0, { ok: 1 }),
+        line("slow", T0, { ok: 1 }),
+      ]);
+    });
+  });
+
   it("never reopen a written minute when the clock steps back: the call counts in the open one", async () => {
     const virtual = new VirtualClock();
     let offset = 0;
@@ -311,7 +363,7 @@ describe("CallRollup", () => {
 
   it("appends nothing until the minute is flushed, and a flushed minute is empty", () => {
     const appended: object[] = [];
-    const rollup = new CallRollup("x", { append: (l) => appended.push(l) });
+    const rollup = new CallRollup({ append: (l) => appended.push(l) });
     rollup.flush(); // nothing counted yet
     rollup.record(record(), T0);
     rollup.record(record({ outcome: "blocked", failedAttempts: 0 }), T0 + 2 * MINUTE); // no signal
