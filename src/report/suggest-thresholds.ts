@@ -953,6 +953,15 @@ function latencyAdvice(
       reason: `P95 fell x${shift.ratio.toFixed(2)}: the pinned baseline ${ms(baselineMs)} is stale`,
     };
   }
+  const quiet = points.filter((p) => p.quiet).length;
+  // Too few windows with enough calls to have a P95 (the evaluator's minSamples): nothing to
+  // measure a factor on.
+  if (quiet < MIN_QUIET_WINDOWS)
+    return {
+      ...base,
+      evidence: `${quiet} quiet windows of ${minSamples}+ calls`,
+      reason: "too few quiet windows to judge",
+    };
   const evidence = `median window P95 ${ms(p95)}${shift ? ` (fell x${shift.ratio.toFixed(2)} on ${new Date(shift.at).toISOString()})` : ""}`;
   if (current.falseAlarms === 0 || warningFactor === null)
     return { ...base, evidence, reason: "no false alarm on quiet windows" };

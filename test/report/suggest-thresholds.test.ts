@@ -218,6 +218,21 @@ describe("--suggest-thresholds: success and empty rates", () => {
     expect(signal(s, "brief", "empty_responses").reason).toBe("too few quiet windows to judge");
   });
 
+  it("judges no P95 on windows with fewer calls than the evaluator needs for one", () => {
+    // One call a minute: 10 a window, under the default latency minSamples (20).
+    const s = suggest(
+      callsLines("a", "sparse", WEEK_START, WEEK_START + DAY, (at) =>
+        at % MINUTE === 0 ? { ok: 1, latencies: [900] } : undefined,
+      ),
+    );
+    const p95 = signal(s, "sparse", "latency_p95");
+    expect(p95.samples).toBeGreaterThan(1000);
+    expect(p95.windows).toBe(0);
+    expect(p95.evidence).toBe("0 quiet windows of 20+ calls");
+    expect(p95.reason).toBe("too few quiet windows to judge");
+    expect(p95.suggested).toBeUndefined();
+  });
+
   it("proposes an empty-rate warning above the quiet windows' highest rate", () => {
     const s = suggest([
       thresholdsLine("support", { emptyResponses: { warning: 0.01, critical: 0.03 } }),
