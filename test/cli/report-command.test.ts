@@ -570,3 +570,109 @@ describe("selfheal report --suggest-thresholds (in process)", () => {
     expect(help.stdout).toMatch(/^ {2}--suggest-thresholds +replay the health thresholds/m);
   });
 });
+
+describe("selfheal report (in process): the period, the comparison and the zone", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  /** One incident a day, on days 1 to 8 of January 2026 at midnight. */
+  const week = () =>
+    put(
+      join(folder(), "week.jsonl"),
+      `${[1, 2, 3, 4, 5, 6, 7, 8].map((d) => line(at(d))).join("\n")}\n`,
+    );
+  const headline = (stdout: string) => stdout.split("\n")[0];
+
+  it("--since and --until: the events from since (inclusive) to until (exclusive)", async () => {
+    const out = await cli("report", week(), "--since", DAY(3), "--until", "2026-01-06");
+    expect(out.exitCode).toBe(0);
+    expect(headline(out.stdout)).toBe(`Recovery review: 3 incidents in ${SHOWN(3)} to ${SHOWN(6)}`);
+    expect(out.stdout).toContain("(5 lines dated outside the period were left out)");
+  });
+
+  it("a span back is counted from --until when there is one, else from now", async () => {
+    const file = week();
+    const back = await cli("report", file, "--until", DAY(6), "--since", "2d");
+    expect(headline(back.stdout)).toBe(
+      `Recovery review: 2 incidents in ${SHOWN(4)} to ${SHOWN(6)}`,
+    );
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(Date.UTC(2026, 0, 7, 12));
+    const sinceOnly = await cli("report", file, "--since", "36h");
+    expect(headline(sinceOnly.stdout)).toBe(
+      "Recovery review: 2 incidents in 2026-01-06 00:00 UTC to 2026-01-07 12:00 UTC",
+    );
+    const untilOnly = await cli("report", file, "--until", "3d");
+    expect(headline(untilOnly.stdout)).toMatch(/^Recovery review: 4 incidents /);
+  });
+
+  it("--compare-previous: the period just before, as long, beside each figure", async () => {
+    const dir = folder();
+    const page = join(dir, "week.html");
+    const out = await cli(
+      "report",
+      week(),
+      "--since",
+      DAY(5),
+      "--until",
+      DAY(7),
+      "--compare-previous",
+      "--html",
+      page,
+    );
+    expect(out.exitCode).toBe(0);
+    expect(out.stdout).toContain(
+      `Headline, against the previous period (${SHOWN(3)} to ${SHOWN(5)})`,
+    );
+    expect(out.stdout).toMatch(/^incidents +2 +2 += *$/m);
+    const html = readFileSync(page, "utf8");
+    expect(html).toContain(`Compared with ${SHOWN(3)} to ${SHOWN(5)}`);
+    // Without the flag: no comparison anywhere.
+    const alone = await cli("report", week(), "--since", DAY(5), "--until", DAY(7));
+    expect(alone.stdout).not.toContain("previous period");
+  });
+
+  it("--tz: times in that zone, said; UTC by default", async () => {
+    const dir = folder();
+    const page = join(dir, "paris.html");
+    const file = week();
+    const paris = await cli("report", file, "--tz", "Europe/Paris", "--html", page);
+    expect(headline(paris.stdout)).toBe(
+      "Recovery review: 8 incidents from 2026-01-01 01:00 GMT+1 to 2026-01-08 01:00 GMT+1",
+    );
+    expect(readFileSync(page, "utf8")).toContain("Times in Europe/Paris.");
+    const utc = await cli("report", file);
+    expect(headline(utc.stdout)).toBe(
+      `Recovery review: 8 incidents from ${SHOWN(1)} to ${SHOWN(8)}`,
+    );
+  });
+
+  it("bad period or zone flags: exit 2, one line each", async () => {
+    const file = week();
+    await expectUsage(
+      [file, "--since", "yesterday"],
+      '--since "yesterday": expected an ISO date or time (2026-11-23, 2026-11-23T08:00Z) or a span back (7d, 12h, 90m, 2w)',
+    );
+    await expectUsage(
+      [file, "--until", "soon"],
+      '--until "soon": expected an ISO date or time (2026-11-23, 2026-11-23T08:00Z) or a span back (7d, 12h, 90m, 2w)',
+    );
+    await expectUsage(
+      [file, "--compare-previous"],
+      "--compare-previous needs --since: the period to compare with the one before",
+    );
+    await expectUsage(
+      [file, "--since", DAY(5), "--until", DAY(5)],
+      `--since ${DAY(5)} is not before --until ${DAY(5)}`,
+    );
+    await expectUsage(
+      [file, "--since", DAY(6), "--until", DAY(5)],
+      `--since ${DAY(6)} is not before --until ${DAY(5)}`,
+    );
+    await expectUsage(
+      [file, "--tz", "Mars/Olympus"],
+      '--tz "Mars/Olympus": not a time zone (try UTC or Europe/Paris)',
+    );
+  });
+});
