@@ -2,7 +2,7 @@
  * Durations as the event log's rollup lines carry them: sparse log-scale buckets, written as
  * `{ "<index>": count }`. Bucket i > 0 holds (2^((i-1)/8), 2^(i/8)] ms, about 9 % wide, so a
  * quantile read back is within 4.5 % of the true value; bucket 0 holds every duration up to 1 ms
- * (too short to matter to a threshold). An hour is bucket 176: a line stays small.
+ * (too short to matter to a threshold). An hour is bucket 175: a line stays small.
  */
 export const BUCKETS_PER_DOUBLING = 8;
 /** Highest index a reader accepts (2^50 ms is past any duration a clock reports). */
@@ -19,7 +19,7 @@ export function bucketPoint(i: number): number {
   return i <= 0 ? 0 : 2 ** ((i - 0.5) / BUCKETS_PER_DOUBLING);
 }
 
-/** Counts per bucket: filled by a writer, encoded on a line; merged and read by the report. */
+/** Counts per bucket: filled by a writer, encoded on a line; added up and read by the report. */
 export class Buckets {
   private readonly counts = new Map<number, number>();
   total = 0;
@@ -36,10 +36,6 @@ export class Buckets {
   /** Adds an encoded line's buckets (already validated: see `bucketsProblem`). */
   addEncoded(encoded: Readonly<Record<string, number>>): void {
     for (const [key, n] of Object.entries(encoded)) this.addBucket(Number(key), n);
-  }
-
-  merge(other: Buckets): void {
-    for (const [i, n] of other.counts) this.addBucket(i, n);
   }
 
   /** The nearest-rank q-quantile (0 < q <= 1) as its bucket's point, or null when empty. */
