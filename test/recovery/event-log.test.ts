@@ -60,6 +60,41 @@ describe("JsonlLog rotation", () => {
     expect(existsSync(`${path}.1`)).toBe(false);
   });
 
+  it("believes the disk before rotating: a file another writer rotated is not rotated again", async () => {
+    const path = join(dir, "two-writers.jsonl");
+    const a = new JsonlLog({ path, maxBytes: 16, keep: 5 }, quiet);
+    const b = new JsonlLog({ path, maxBytes: 16, keep: 5 }, quiet);
+    a.append({ n: 0 });
+    a.append({ n: 1 });
+    await a.flush(); // a counts 16 bytes
+    b.append({ n: 2 }); // b finds 16 on disk: rotates, then writes
+    await b.flush();
+    a.append({ n: 3 }); // a would pass 16 by its count; the disk holds 8: no rotation
+    await a.flush();
+    expect(await lines(path)).toEqual(['{"n":2}', '{"n":3}']);
+    expect(await lines(`${path}.1`)).toEqual(['{"n":0}', '{"n":1}']);
+    expect(existsSync(`${path}.2`)).toBe(false);
+  });
+
+  it("keep 0: the full file is dropped, none kept beside it", async () => {
+    const path = join(dir, "keep0.jsonl");
+    const log = new JsonlLog({ path, maxBytes: 16, keep: 0 }, quiet);
+    for (let n = 0; n < 3; n++) log.append({ n });
+    await log.flush();
+    expect(await lines(path)).toEqual(['{"n":2}']);
+    expect(existsSync(`${path}.1`)).toBe(false);
+  });
+
+  it("keeps Unicode line breaks escaped: one event, one line, for every JSONL reader", async () => {
+    const path = join(dir, "breaks.jsonl");
+    const log = new JsonlLog(path, quiet);
+    log.append({ error: "a\u2028b\u2029c\u0085d" });
+    await log.flush();
+    const text = await readFile(path, "utf8");
+    expect(text).toBe('{"error":"a\\u2028b\\u2029c\\u0085d"}\n');
+    expect((JSON.parse(text) as { error: string }).error).toBe("a\u2028b\u2029c\u0085d");
+  });
+
   it("append never blocks or throws: a write failure is one warning", async () => {
     const warnings: string[] = [];
     const path = join(dir, "gone", "x.jsonl");
@@ -82,6 +117,10 @@ describe("recovery.eventLog option", () => {
     await make({ path: join(dir, "ok2.jsonl"), maxBytes: 1024, keep: 3 })().close();
   });
 
+  beforeAll(async () => {
+    await writeFile(join(dir, "plain-file"), "");
+  });
+
   it.each([
     [
       "a missing folder",
@@ -89,6 +128,11 @@ describe("recovery.eventLog option", () => {
       /recovery\.eventLog.*does not exist/,
     ],
     ["a folder", () => dir, /recovery\.eventLog.*is a folder/],
+    [
+      "a path under a file",
+      () => join(dir, "plain-file", "e.jsonl"),
+      /recovery\.eventLog.*plain-file is not a folder/,
+    ],
     ["an empty path", () => "", /recovery\.eventLog.*non-empty string/],
     [
       "maxBytes 0",
