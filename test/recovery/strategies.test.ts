@@ -234,6 +234,53 @@ describe("retry_with_longer_timeout", () => {
   });
 });
 
+describe("retry_with_longer_timeout: how many and when it stops", () => {
+  /** A tool that never answers within its timeout; each attempt's timeout kept. */
+  function neverInTime(recovery: RecoveryOptions, fail?: (n: number) => Error | undefined) {
+    const { sh, clock } = setup(recovery);
+    const timeouts: (number | undefined)[] = [];
+    const t = sh.tool(
+      "slow",
+      { readOnly: true, timeoutMs: 1_000, deadlineMs: 600_000 },
+      (_: undefined, ctx: CallContext) => {
+        timeouts.push(ctx.timeoutMs);
+        const error = fail?.(timeouts.length);
+        if (error) return Promise.reject(error);
+        return clock.sleep(3_600_000, ctx.signal).then(() => "never");
+      },
+    );
+    return { run: () => clock.run(t(undefined), { stepMs: 1_000 }), timeouts };
+  }
+
+  it("doubles maxTimeoutDoublings times (3 by default), then gives up", async () => {
+    const plans = { TIMEOUT: [{ strategy: "retry_with_longer_timeout" as const }] };
+    const byDefault = neverInTime({ plans });
+    await expect(byDefault.run()).rejects.toThrow();
+    expect(byDefault.timeouts).toEqual([1_000, 2_000, 4_000, 8_000]);
+    const two = neverInTime({ plans, maxTimeoutDoublings: 2 });
+    await expect(two.run()).rejects.toThrow();
+    expect(two.timeouts).toEqual([1_000, 2_000, 4_000]);
+  });
+
+  it("a step's own attempts count over maxTimeoutDoublings", async () => {
+    const one = neverInTime({
+      plans: { TIMEOUT: [{ strategy: "retry_with_longer_timeout", attempts: 1 }] },
+      maxTimeoutDoublings: 5,
+    });
+    await expect(one.run()).rejects.toThrow();
+    expect(one.timeouts).toEqual([1_000, 2_000]);
+  });
+
+  it("stops at an attempt that failed otherwise than slow: a longer wait is not its cure", async () => {
+    const { run, timeouts } = neverInTime(
+      { plans: { TIMEOUT: [{ strategy: "retry_with_longer_timeout" }] } },
+      (n) => (n === 2 ? new Error("invalid api key (401)") : undefined),
+    );
+    await expect(run()).rejects.toThrow();
+    expect(timeouts).toEqual([1_000, 2_000]);
+  });
+});
+
 describe("failover_to_secondary", () => {
   const providers = [
     { name: "openai", usdPerCall: 0.01 },
