@@ -5,11 +5,18 @@
  */
 import { readFileSync } from "node:fs";
 import { escapeControl, oneLine } from "../telemetry/redact.js";
-import { demo } from "./demo.js";
 import { CommandFailedError, UsageError } from "./errors.js";
-import { report } from "./report.js";
-import { status } from "./status.js";
-import { watch } from "./watch.js";
+
+/**
+ * Each command's module, loaded when its command runs: `selfheal report` does not load the
+ * simulator, nor `selfheal status` the watchdog (a third of the start-up time).
+ */
+const COMMANDS = {
+  demo: async () => (await import("./demo.js")).demo,
+  report: async () => (await import("./report.js")).report,
+  status: async () => (await import("./status.js")).status,
+  watch: async () => (await import("./watch.js")).watch,
+} satisfies Record<string, () => Promise<(argv: string[]) => Promise<unknown>>>;
 
 export const USAGE = `Usage: selfheal <command> [options]
 
@@ -48,11 +55,10 @@ export async function run(argv: string[]): Promise<number | undefined> {
     console.log(version());
     return undefined;
   }
-  if (command === "demo") await demo(rest);
-  else if (command === "report") await report(rest);
-  else if (command === "status") await status(rest);
-  else if (command === "watch") await watch(rest);
-  else throw new UsageError(`unknown command "${command}" (known: demo, report, status, watch)`);
+  if (!Object.hasOwn(COMMANDS, command))
+    throw new UsageError(`unknown command "${command}" (known: demo, report, status, watch)`);
+  const commandOf = await COMMANDS[command as keyof typeof COMMANDS]();
+  await commandOf(rest);
   return undefined;
 }
 
