@@ -182,7 +182,7 @@ const [AT, OK, FAILED, LLM, EMPTY, CALLS, P95, INCIDENT, WIDTH] = [
  * with the log's length makes V8 leave more garbage between collections, so a month of log costs
  * far more than its windows (this keeps the review's peak memory flat).
  */
-class WindowColumns {
+class ClosedWindows {
   private rows = new Float64Array(64 * WIDTH);
   /** Rows written in all; the latest WINDOWS_KEPT are held. */
   private written = 0;
@@ -247,7 +247,7 @@ interface ToolTally {
   agent: string;
   tool: string;
   open: Map<number, Window>;
-  closed: WindowColumns;
+  closed: ClosedWindows;
   pending: Set<number>;
   /** The latest window start seen. */
   newest: number;
@@ -519,7 +519,7 @@ export class ThresholdTally {
         agent,
         tool,
         open: new Map(),
-        closed: new WindowColumns(),
+        closed: new ClosedWindows(),
         pending: new Set(),
         newest: -Infinity,
         spare: [],
