@@ -15,7 +15,10 @@ import {
   DEFAULT_STATUS_PAGE_TIMEOUT_MS,
 } from "../../src/diagnosis/status-page.js";
 import { resolveDiagnosis } from "../../src/engine/options/diagnosis.js";
-import { isSelfHealConfigError } from "../../src/index.js";
+import { configError } from "../helpers/engine.js";
+
+/** The message of the SelfHealConfigError `fn` throws. */
+const refused = (fn: () => unknown): string => configError(fn).message;
 
 const dir = mkdtempSync(join(tmpdir(), "selfheal-options-diagnosis-"));
 afterAll(() => {
@@ -39,17 +42,6 @@ function ruleFile(file: string, name: string, message = "budget spent"): string 
 const names = (input: unknown) => resolveDiagnosis(input).rules.map((r) => r.name);
 const defaultNames = DEFAULT_RULES.map((r) => r.name);
 
-/** The message of the SelfHealConfigError `fn` throws. */
-function refusal(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    expect(isSelfHealConfigError(error)).toBe(true);
-    return (error as Error).message;
-  }
-  throw new Error("expected a SelfHealConfigError");
-}
-
 describe("resolveDiagnosis: the rule table", () => {
   it("is the default rules when none are given", () => {
     expect(names(undefined)).toEqual(defaultNames);
@@ -72,8 +64,8 @@ describe("resolveDiagnosis: the rule table", () => {
   });
 
   it("refuses null and a table that is not a list", () => {
-    expect(refusal(() => resolveDiagnosis({ rules: null }))).toMatch(/diagnosis\.rules/);
-    expect(refusal(() => resolveDiagnosis({ rules: "all" }))).toMatch(/diagnosis\.rules/);
+    expect(refused(() => resolveDiagnosis({ rules: null }))).toMatch(/diagnosis\.rules/);
+    expect(refused(() => resolveDiagnosis({ rules: "all" }))).toMatch(/diagnosis\.rules/);
   });
 });
 
@@ -94,7 +86,7 @@ describe("resolveDiagnosis: rule files", () => {
       [[7], "[7]"],
       [{ path: "x" }, ""],
     ] as const) {
-      const message = refusal(() => resolveDiagnosis({ ruleFile: value }));
+      const message = refused(() => resolveDiagnosis({ ruleFile: value }));
       expect(message).toContain("diagnosis.ruleFile");
       expect(message).toContain("expected a path or a list of paths, got");
       if (shown) expect(message).toContain(shown);
@@ -112,7 +104,7 @@ describe("resolveDiagnosis: rule files", () => {
         ],
       }),
     );
-    const message = refusal(() => resolveDiagnosis({ ruleFile: [ruleFile("ok.json", "ok"), bad] }));
+    const message = refused(() => resolveDiagnosis({ ruleFile: [ruleFile("ok.json", "ok"), bad] }));
     expect(
       message.startsWith(
         `selfheal: invalid option \`diagnosis.ruleFile\`: ${bad}: \`diagnosis.rules["x"].pattern\`: unknown pattern "NOT_A_PATTERN" (known: `,
@@ -122,7 +114,7 @@ describe("resolveDiagnosis: rule files", () => {
 
   it("a rule name in a file and in the table at once is refused", () => {
     const dup = ruleFile("dup.json", defaultNames[0] ?? "");
-    expect(refusal(() => resolveDiagnosis({ ruleFile: dup }))).toMatch(/diagnosis\.rules/);
+    expect(refused(() => resolveDiagnosis({ ruleFile: dup }))).toMatch(/diagnosis\.rules/);
   });
 });
 
@@ -131,11 +123,11 @@ describe("resolveDiagnosis: status pages, drift and the advisor", () => {
     const pages = { openai: "https://status.openai.com", local: "http://127.0.0.1:9/x" };
     expect(resolveDiagnosis({ statusPages: pages }).statusPages).toEqual(pages);
     for (const url of ["ftp://status.example", "status.example", "https//x", 7, "javascript:x"]) {
-      expect(refusal(() => resolveDiagnosis({ statusPages: { p: url } }))).toContain(
+      expect(refused(() => resolveDiagnosis({ statusPages: { p: url } }))).toContain(
         "diagnosis.statusPages.p",
       );
     }
-    expect(refusal(() => resolveDiagnosis({ statusPages: { p: "httpsx://a" } }))).toContain(
+    expect(refused(() => resolveDiagnosis({ statusPages: { p: "httpsx://a" } }))).toContain(
       "expected an http(s) URL",
     );
   });

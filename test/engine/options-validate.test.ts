@@ -4,18 +4,10 @@
  */
 import { describe, expect, it } from "vitest";
 import { number, typoOf } from "../../src/engine/options/validate.js";
-import { isSelfHealConfigError } from "../../src/index.js";
+import { configError } from "../helpers/engine.js";
 
-/** The message `fn` refuses with, a SelfHealConfigError. */
-function refusal(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    expect(isSelfHealConfigError(error)).toBe(true);
-    return (error as Error).message;
-  }
-  throw new Error("expected a SelfHealConfigError");
-}
+/** The message of the SelfHealConfigError `fn` throws. */
+const refused = (fn: () => unknown): string => configError(fn).message;
 
 describe("number", () => {
   it("takes a finite number within its bounds, bounds included", () => {
@@ -46,12 +38,12 @@ describe("number", () => {
     ],
   ])("refuses %s", (_name, value, rule, message) => {
     expect(
-      refusal(() => {
+      refused(() => {
         number(value, "group.field", rule);
       }),
     ).toContain(message);
     expect(
-      refusal(() => {
+      refused(() => {
         number(value, "group.field", rule);
       }),
     ).toContain("group.field");
