@@ -24,13 +24,23 @@
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { gunzipSync, gzipSync } from "node:zlib";
 
 const ROOT = new URL("../", import.meta.url);
 const SUMMARY = new URL("bench/results/mutation.json", ROOT);
 const SURVIVORS = new URL("bench/results/mutation-survivors/", ROOT);
+/**
+ * Stryker's incremental file per folder (each mutant's result, with the sources and tests it was
+ * measured on), committed gzipped: a rerun on another machine or at a later commit tests only the
+ * mutants whose code or covering tests changed, so "every folder at HEAD" is minutes after a
+ * change, not the half-day of a full run. `reports/` (gitignored) holds the working copy.
+ */
+const INCREMENTAL = new URL("bench/results/mutation-incremental/", ROOT);
 /** Files directly in src/ (the public entry, the clock, the errors) are measured as one group. */
 const TOP_LEVEL = "src/*.ts";
 const TARGET = 80;
+/** Source lines per Stryker run: a part takes minutes to about half an hour on 2 cores. */
+const PART_LINES = 800;
 
 type Status =
   | "Killed"
@@ -51,6 +61,7 @@ interface Mutant {
 
 interface Report {
   files: Record<string, { source: string; mutants: Mutant[] }>;
+  testFiles?: Record<string, unknown>;
   framework?: { version?: string };
 }
 
@@ -132,18 +143,18 @@ function testsOf(group: string): string[] {
     group === TOP_LEVEL
       ? /from "(?:\.\.\/)+src\/(?!index\.js)[\w-]+\.js"/ // not the entry: every suite imports it
       : new RegExp(`from "(?:\\.\\./)+${group.replace("/", "\\/")}/`);
-  const importers = listTests(new URL("test/", ROOT)).filter((file) =>
+  const importers = listFiles(new URL("test/", ROOT), ".test.ts").filter((file) =>
     imported.test(readFileSync(new URL(file, ROOT), "utf8")),
   );
   return [own, ...importers];
 }
 
-/** Every test file under `dir`, as a path from the repository's root. */
-function listTests(dir: URL): string[] {
+/** Every file under `dir` whose name ends with `suffix`, as a path from the repository's root. */
+function listFiles(dir: URL, suffix: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const url = new URL(entry.name + (entry.isDirectory() ? "/" : ""), dir);
-    if (entry.isDirectory()) return listTests(url);
-    return entry.name.endsWith(".test.ts") ? [url.pathname.slice(ROOT.pathname.length)] : [];
+    if (entry.isDirectory()) return listFiles(url, suffix);
+    return entry.name.endsWith(suffix) ? [url.pathname.slice(ROOT.pathname.length)] : [];
   });
 }
 
@@ -186,23 +197,95 @@ function survivorsText(group: string, report: Report, commit: string): string {
   ].join("\n");
 }
 
-/** Runs Stryker over `group`; returns its folder entry and its survivors (null: Stryker failed). */
+/** The source files of `group`, as paths from the repository's root, in path order. */
+function sourcesOf(group: string): string[] {
+  if (group === TOP_LEVEL)
+    return readdirSync(new URL("src/", ROOT))
+      .filter((f) => f.endsWith(".ts"))
+      .sort()
+      .map((f) => `src/${f}`);
+  return listFiles(new URL(`${group}/`, ROOT), ".ts").sort();
+}
+
+/**
+ * `files` cut, in order, into parts of about PART_LINES lines. Stryker writes its results only when
+ * a run ends: run part by part, a long folder stopped midway keeps the parts it finished.
+ */
+function partsOf(files: string[]): string[][] {
+  const parts: string[][] = [];
+  let lines = Infinity;
+  for (const file of files) {
+    if (lines >= PART_LINES) {
+      parts.push([]);
+      lines = 0;
+    }
+    parts.at(-1)?.push(file);
+    lines += readFileSync(new URL(file, ROOT), "utf8").split("\n").length;
+  }
+  return parts;
+}
+
+const readReport = (file: URL): Report => JSON.parse(readFileSync(file, "utf8")) as Report;
+
+/**
+ * Runs Stryker over `group`, part by part, each part's results merged into the folder's
+ * incremental file (reports/, and its committed copy) as soon as the part ends: a rerun, here or
+ * on another machine, tests only the mutants whose code or covering tests changed since. Returns
+ * the folder's report (its current files only), or null when Stryker failed.
+ */
+function run(group: string): Report | null {
+  const name = slug(group);
+  const incremental = new URL(`reports/stryker-incremental-${name}.json`, ROOT);
+  const part = new URL(`reports/stryker-incremental-${name}-part.json`, ROOT);
+  const committed = new URL(`${name}.json.gz`, INCREMENTAL);
+  mkdirSync(new URL("reports/mutation/", ROOT), { recursive: true });
+  mkdirSync(INCREMENTAL, { recursive: true });
+  if (!existsSync(incremental) && existsSync(committed))
+    writeFileSync(incremental, gunzipSync(readFileSync(committed)));
+  const sources = sourcesOf(group);
+  const parts = partsOf(sources);
+  for (const [i, files] of parts.entries()) {
+    console.log(`--- ${group} part ${i + 1}/${parts.length}: ${files.join(" ")}`);
+    // Stryker reads its incremental file and writes this part's results over it: a copy.
+    if (existsSync(incremental)) writeFileSync(part, readFileSync(incremental));
+    const stryker = spawnSync("npx", ["stryker", "run"], {
+      cwd: ROOT,
+      stdio: "inherit",
+      env: {
+        ...process.env,
+        STRYKER_MUTATE: files.join(","),
+        STRYKER_REPORT: `reports/mutation/${name}-part.json`,
+        STRYKER_INCREMENTAL: part.pathname,
+        ...(allTests ? {} : { STRYKER_TESTS: testsOf(group).join(",") }),
+      },
+    });
+    if (stryker.status !== 0) return null;
+    const done = readReport(part);
+    const merged = existsSync(incremental) ? readReport(incremental) : done;
+    writeFileSync(
+      incremental,
+      JSON.stringify({
+        ...done,
+        files: { ...merged.files, ...done.files },
+        testFiles: { ...merged.testFiles, ...done.testFiles },
+      }),
+    );
+    writeFileSync(committed, gzipSync(readFileSync(incremental), { level: 9 }));
+  }
+  const all = readReport(incremental);
+  const report = {
+    ...all,
+    files: Object.fromEntries(sources.flatMap((f) => (all.files[f] ? [[f, all.files[f]]] : []))),
+  };
+  writeFileSync(new URL(`reports/mutation/${name}.json`, ROOT), JSON.stringify(report));
+  return report;
+}
+
+/** Runs Stryker over `group`; returns its folder entry (null: Stryker failed). */
 function measure(group: string, commit: string, dirty: boolean): FolderResult | null {
   const name = slug(group);
-  const report = `reports/mutation/${name}.json`;
-  const run = spawnSync("npx", ["stryker", "run"], {
-    cwd: ROOT,
-    stdio: "inherit",
-    env: {
-      ...process.env,
-      STRYKER_MUTATE: group === TOP_LEVEL ? TOP_LEVEL : `${group}/**/*.ts`,
-      STRYKER_REPORT: report,
-      STRYKER_INCREMENTAL: `reports/stryker-incremental-${name}.json`,
-      ...(allTests ? {} : { STRYKER_TESTS: testsOf(group).join(",") }),
-    },
-  });
-  if (run.status !== 0) return null;
-  const data = JSON.parse(readFileSync(new URL(report, ROOT), "utf8")) as Report;
+  const data = run(group);
+  if (data === null) return null;
   mkdirSync(SURVIVORS, { recursive: true });
   writeFileSync(new URL(`${name}.md`, SURVIVORS), survivorsText(group, data, commit));
   const files = Object.entries(data.files).map(([file, f]) => ({
