@@ -1,0 +1,424 @@
+/**
+ * The LangChain adapter's parts on their own: what counts as an empty model answer, the linked
+ * abort signal, the routes a model call takes and the options they make, what passes through
+ * selfheal untouched (LangGraph's control flow), the signal and tool call id a call gets, the
+ * model side of the middleware (the request the model gets, the tokens it reports), and what
+ * `healTool` and `healChatModelStream` refuse.
+ */
+import { AIMessage, AIMessageChunk, HumanMessage } from "@langchain/core/messages";
+import { FakeListChatModel } from "@langchain/core/utils/testing";
+import { tool } from "@langchain/core/tools";
+import { beforeEach, describe, expect, it } from "vitest";
+import { z } from "zod";
+import {
+  healChatModelStream,
+  healTool,
+  selfHealingMiddleware,
+} from "../../src/adapters/langchain.js";
+import {
+  isControlFlow,
+  toolCallIdOption,
+  withSignal,
+} from "../../src/adapters/langchain/invocation.js";
+import { LinkedSignal } from "../../src/adapters/langchain/linked-signal.js";
+import { isEmptyModelAnswer } from "../../src/adapters/langchain/model-calls.js";
+import { ModelRoutes, routeOptions } from "../../src/adapters/langchain/model-routes.js";
+import { configError, NO_RECOVERY, recoveryInstance } from "../helpers/engine.js";
+import { recordingMeters, recordingProvider } from "../helpers/otel.js";
+
+const otel = recordingProvider();
+beforeEach(() => {
+  otel.reset();
+});
+
+const attrs = (name = "agent.tool_call") => {
+  const span = otel.named(name)[0];
+  if (!span) throw new Error(`no ${name} span`);
+  return span.attributes;
+};
+
+describe("an empty model answer", () => {
+  const message = (content: unknown, extra: Record<string, unknown> = {}) =>
+    new AIMessage({ content: content as string, ...extra });
+
+  it("is an AIMessage with no tool call and nothing but blank text or reasoning", () => {
+    const cases: [string, unknown, boolean][] = [
+      ["no content", message(""), true],
+      ["blank text", message(" \n "), true],
+      ["text", message("Refunds take 5 days."), false],
+      ["no blocks", message([]), true],
+      ["a blank text block", message([{ type: "text", text: "  " }]), true],
+      ["a text block without text", message([{ type: "text" }]), true],
+      ["a text block", message([{ type: "text", text: "yes" }]), false],
+      ["a blank string block", message(["  "]), true],
+      ["a string block", message(["yes"]), false],
+      ["reasoning", message([{ type: "reasoning", reasoning: "hm" }]), true],
+      ["thinking", message([{ type: "thinking", thinking: "hm" }]), true],
+      ["redacted thinking", message([{ type: "redacted_thinking", data: "x" }]), true],
+      ["reasoning and text", message([{ type: "thinking" }, { type: "text", text: "ok" }]), false],
+      ["an image", message([{ type: "image_url", image_url: "data:," }]), false],
+      ["a block with no type", message([{ text: "?" }]), false],
+      [
+        "a tool call",
+        message("", { tool_calls: [{ name: "lookup", args: {}, id: "c1", type: "tool_call" }] }),
+        false,
+      ],
+      [
+        "an invalid tool call",
+        message("", {
+          invalid_tool_calls: [{ name: "lookup", args: "{", id: "c1", error: "bad json" }],
+        }),
+        false,
+      ],
+      ["structured output (not a message)", { content: "" }, false],
+      ["a human message", new HumanMessage(""), false],
+    ];
+    for (const [what, answer, empty] of cases)
+      expect([what, isEmptyModelAnswer(answer)]).toEqual([what, empty]);
+  });
+});
+
+describe("LinkedSignal", () => {
+  it("aborts with the first source that aborts, with its reason", () => {
+    const a = new AbortController();
+    const b = new AbortController();
+    const linked = new LinkedSignal(a.signal, undefined, b.signal);
+    expect(linked.signal.aborted).toBe(false);
+    b.abort("caller left");
+    expect(linked.signal.aborted).toBe(true);
+    expect(linked.signal.reason).toBe("caller left");
+    a.abort("later");
+    expect(linked.signal.reason).toBe("caller left");
+  });
+
+  it("is aborted at once by a source that already is", () => {
+    const gone = AbortSignal.abort("before");
+    expect(new LinkedSignal(gone).signal.reason).toBe("before");
+  });
+
+  it("follows nothing once released, and ignores itself as a source", () => {
+    const a = new AbortController();
+    const linked = new LinkedSignal(a.signal);
+    linked.follow(linked.signal);
+    linked.release();
+    a.abort("after release");
+    expect(linked.signal.aborted).toBe(false);
+    linked.abort("own reason");
+    expect(linked.signal.reason).toBe("own reason");
+  });
+
+  it("once aborted, follows no other source", () => {
+    const linked = new LinkedSignal();
+    linked.abort("first");
+    linked.follow(AbortSignal.abort("second"));
+    expect(linked.signal.reason).toBe("first");
+  });
+});
+
+describe("model routes", () => {
+  const own = { name: "own" };
+  const backup = { name: "backup" };
+
+  it("the caller's model on the primary (or no provider), the fallback's on its route", async () => {
+    const routes = new ModelRoutes("acme", [{ provider: "backup", model: backup as never }]);
+    expect(await routes.modelFor(undefined, own)).toBe(own);
+    expect(await routes.modelFor("acme", own)).toBe(own);
+    expect(await routes.modelFor("backup", own)).toBe(backup);
+    expect(await routes.modelFor("elsewhere", own)).toBe(own);
+    expect(await new ModelRoutes(undefined, undefined).modelFor("backup", own)).toBe(own);
+  });
+
+  it("the options they make: providers only with a primary and fallbacks; limits only when set", () => {
+    const fallbacks = [{ provider: "backup", model: "openai:gpt-4o-mini" }];
+    expect(routeOptions({})).toEqual({ readOnly: true });
+    expect(routeOptions({ provider: "acme" })).toEqual({ readOnly: true, provider: "acme" });
+    expect(routeOptions({ fallbacks })).toEqual({ readOnly: true });
+    expect(routeOptions({ provider: "acme", fallbacks })).toEqual({
+      readOnly: true,
+      provider: "acme",
+      providers: ["acme", "backup"],
+    });
+    expect(routeOptions({ provider: "acme", fallbacks: [] })).toEqual({
+      readOnly: true,
+      provider: "acme",
+    });
+    const plans = { RATE_LIMIT: [] };
+    expect(routeOptions({ timeoutMs: 5, deadlineMs: 9, plans })).toEqual({
+      readOnly: true,
+      timeoutMs: 5,
+      deadlineMs: 9,
+      plans,
+    });
+  });
+});
+
+describe("what a call passes on", () => {
+  it("LangGraph's control flow (is_bubble_up) passes through; nothing else does", () => {
+    const hostile = Object.defineProperty({}, "is_bubble_up", {
+      get() {
+        throw new Error("no");
+      },
+    });
+    expect(isControlFlow({ is_bubble_up: true })).toBe(true);
+    for (const error of [
+      { is_bubble_up: "true" },
+      { is_bubble_up: false },
+      new Error("x"),
+      null,
+      undefined,
+      "is_bubble_up",
+      hostile,
+    ])
+      expect(isControlFlow(error)).toBe(false);
+  });
+
+  it("the attempt's signal, joined to the config's own", () => {
+    const attempt = new AbortController();
+    expect(withSignal(undefined, attempt.signal)).toEqual({ signal: attempt.signal });
+    const same = withSignal({ signal: attempt.signal, tags: ["a"] }, attempt.signal);
+    expect(same).toEqual({ signal: attempt.signal, tags: ["a"] });
+    const caller = new AbortController();
+    const joined = withSignal({ signal: caller.signal, tags: ["b"] }, attempt.signal);
+    expect(joined.tags).toEqual(["b"]);
+    expect(joined.signal).not.toBe(caller.signal);
+    expect(joined.signal).not.toBe(attempt.signal);
+    caller.abort("caller");
+    expect(joined.signal.reason).toBe("caller");
+    const other = new AbortController();
+    const joined2 = withSignal({ signal: other.signal }, attempt.signal);
+    attempt.abort("timeout");
+    expect(joined2.signal.reason).toBe("timeout");
+  });
+
+  it("a tool call id only when it says something", () => {
+    expect(toolCallIdOption("call_1")).toEqual({ toolCallId: "call_1" });
+    for (const id of ["", "  ", undefined, 7]) expect(toolCallIdOption(id)).toEqual({});
+  });
+});
+
+describe("the middleware's model calls", () => {
+  /** A model request as createAgent builds it, and the handler that answers it. */
+  function request(modelSettings?: Record<string, unknown>, signal?: AbortSignal) {
+    return {
+      model: new FakeListChatModel({ responses: ["ok"] }),
+      messages: [new HumanMessage("a"), new HumanMessage("b")],
+      tools: [],
+      runtime: { ...(signal && { signal }) },
+      ...(modelSettings && { modelSettings }),
+    };
+  }
+
+  type Wrap = (request: unknown, handler: (r: unknown) => Promise<unknown>) => Promise<unknown>;
+  const wrapOf = (middleware: unknown) => (middleware as { wrapModelCall: Wrap }).wrapModelCall;
+
+  it("turns the client's retries off unless the caller set them; reports the answer's tokens", async () => {
+    const meters = recordingMeters();
+    const { sh } = recoveryInstance(otel.provider, NO_RECOVERY, {
+      meterProvider: meters.meterProvider,
+      recordArguments: true,
+    });
+    const wrap = wrapOf(selfHealingMiddleware(sh));
+    const seen: Record<string, unknown>[] = [];
+    // usage_metadata set as providers set it (AIMessage's generic field type resolves to undefined).
+    const answer = Object.assign(new AIMessage("ok"), {
+      usage_metadata: { input_tokens: 30, output_tokens: 4, total_tokens: 34 },
+    });
+    const handler = (r: unknown) => {
+      seen.push((r as { modelSettings: Record<string, unknown> }).modelSettings);
+      return Promise.resolve(answer);
+    };
+    expect(await wrap(request(), handler)).toBe(answer);
+    expect(attrs()["gen_ai.tool.call.arguments"]).toBe('{"messages":2,"tools":0}');
+    await wrap(request({ temperature: 0.3 }), handler);
+    await wrap(request({ maxRetries: 2 }), handler);
+    expect(seen).toEqual([
+      { maxRetries: 0 },
+      { maxRetries: 0, temperature: 0.3 },
+      { maxRetries: 2 },
+    ]);
+    const tokens = [...(await meters.read()).entries()].filter(([k]) =>
+      k.startsWith("gen_ai.client.token.usage"),
+    );
+    expect(
+      tokens.map(([k, count]) => `${/gen_ai\.token\.type=(\w+)/.exec(k)?.[1]}:${count}`).sort(),
+    ).toEqual(["input:3", "output:3"]);
+    await meters.shutdown();
+  });
+
+  it("reports no tokens for an answer without usage, or one that is not a message", async () => {
+    const meters = recordingMeters();
+    const { sh } = recoveryInstance(otel.provider, NO_RECOVERY, {
+      meterProvider: meters.meterProvider,
+    });
+    const wrap = wrapOf(selfHealingMiddleware(sh));
+    await wrap(request(), () => Promise.resolve(new AIMessage("ok")));
+    await wrap(request(), () =>
+      Promise.resolve({ usage_metadata: { input_tokens: 1, output_tokens: 1 } }),
+    );
+    const tokens = [...(await meters.read()).keys()].filter((k) =>
+      k.startsWith("gen_ai.client.token.usage"),
+    );
+    expect(tokens).toEqual([]);
+    await meters.shutdown();
+  });
+
+  it("gives up with the caller: an aborted run's model call is not a model failure", async () => {
+    const { sh, clock } = recoveryInstance(otel.provider);
+    const wrap = wrapOf(selfHealingMiddleware(sh));
+    const run = new AbortController();
+    let calls = 0;
+    const call = wrap(request(undefined, run.signal), () => {
+      calls++;
+      return new Promise((_resolve, reject) => {
+        run.signal.addEventListener("abort", () => {
+          reject(new Error("aborted"));
+        });
+      });
+    });
+    run.abort("user left");
+    const error = await clock.run(
+      call.catch((e: unknown) => e),
+      { stepMs: 500 },
+    );
+    expect(error).toBeDefined();
+    expect(calls).toBe(1);
+  });
+
+  it("lets LangGraph's control flow through as it is, not diagnosed, not retried", async () => {
+    const { sh, events } = recoveryInstance(otel.provider);
+    const wrap = wrapOf(selfHealingMiddleware(sh));
+    const interrupt = Object.assign(new Error("interrupt"), { is_bubble_up: true });
+    let calls = 0;
+    const thrown = await wrap(request(), () => {
+      calls++;
+      return Promise.reject(interrupt);
+    }).catch((e: unknown) => e);
+    expect(thrown).toBe(interrupt);
+    expect(calls).toBe(1);
+    expect(events).toEqual([]);
+  });
+});
+
+describe("what healTool and healChatModelStream refuse", () => {
+  const lookup = tool(() => "ok", {
+    name: "lookup",
+    description: "lookup",
+    schema: z.object({ q: z.string() }),
+  });
+
+  it("healTool: an instance, then a LangChain tool with a name and invoke", () => {
+    const { sh } = recoveryInstance(otel.provider, NO_RECOVERY);
+    expect(configError(() => healTool({} as never, lookup, { readOnly: true })).field).toBe(
+      "healTool(sh)",
+    );
+    for (const bad of [
+      null,
+      undefined,
+      {},
+      { name: "x" },
+      { invoke: () => 1 },
+      { invoke: () => 1, name: "" },
+      { invoke: "x", name: "y" },
+    ]) {
+      const error = configError(() => healTool(sh, bad as never, { readOnly: true }));
+      expect(error.field).toBe("healTool(tool)");
+      expect(error.message).toContain("expected a LangChain tool (tool(), StructuredTool)");
+    }
+  });
+
+  it("healTool: passes the tool call's id, from the call or the config", async () => {
+    const { sh } = recoveryInstance(otel.provider, NO_RECOVERY);
+    const healed = healTool(sh, lookup, { readOnly: true });
+    await healed.invoke({ type: "tool_call", id: "from-call", name: "lookup", args: { q: "a" } });
+    await healed.invoke({ q: "b" }, { toolCall: { id: "from-config", name: "lookup", args: {} } });
+    await healed.invoke({ q: "c" }, { toolCallId: "from-node" } as never);
+    await healed.invoke({ q: "d" });
+    expect(otel.named("agent.tool_call").map((s) => s.attributes["gen_ai.tool.call.id"])).toEqual([
+      "from-call",
+      "from-config",
+      "from-node",
+      undefined,
+    ]);
+  });
+
+  it("healTool: the caller's abort reaches the tool", async () => {
+    const { sh, clock } = recoveryInstance(otel.provider, NO_RECOVERY);
+    let given: AbortSignal | undefined;
+    const waiting = tool(
+      (_input, config: { signal?: AbortSignal }) => {
+        given = config.signal;
+        return new Promise((_resolve, reject) => {
+          config.signal?.addEventListener("abort", () => {
+            reject(new Error("aborted"));
+          });
+        });
+      },
+      { name: "waiting", description: "waits", schema: z.object({}) },
+    );
+    const caller = new AbortController();
+    const call = healTool(sh, waiting, { readOnly: true })
+      .invoke({}, { signal: caller.signal })
+      .catch((e: unknown) => e);
+    await clock.advance(1);
+    caller.abort("gone");
+    await call;
+    expect(given?.aborted).toBe(true);
+  });
+
+  it("healChatModelStream: an instance, a chat model, its options by field", () => {
+    const { sh } = recoveryInstance(otel.provider, NO_RECOVERY);
+    const model = new FakeListChatModel({ responses: ["ok"] });
+    expect(configError(() => healChatModelStream({} as never, model)).field).toBe(
+      "healChatModelStream(sh)",
+    );
+    for (const bad of [null, {}, { stream: "no" }]) {
+      const error = configError(() => healChatModelStream(sh, bad as never));
+      expect(error.field).toBe("healChatModelStream(model)");
+      expect(error.message).toContain(
+        "expected a LangChain chat model (BaseChatModel, initChatModel())",
+      );
+    }
+    expect(configError(() => healChatModelStream(sh, model, { idleMs: -1 })).field).toBe(
+      "healChatModelStream.options.idleMs",
+    );
+  });
+});
+
+describe("healChatModelStream's limits", () => {
+  /** A chat model that streams `first` and then nothing, until aborted. */
+  function stalling(first: string) {
+    const model = new FakeListChatModel({ responses: [first] });
+    model.stream = (_input, options) => {
+      const signal = (options as { signal?: AbortSignal } | undefined)?.signal;
+      async function* parts() {
+        yield new AIMessageChunk(first);
+        await new Promise((_resolve, reject) => {
+          signal?.addEventListener("abort", () => {
+            reject(new Error("aborted"));
+          });
+        });
+      }
+      return Promise.resolve(parts()) as never;
+    };
+    return model;
+  }
+
+  it("idleMs ends a stream silent after its first token; unset, the default 15 s holds", async () => {
+    const { sh, clock } = recoveryInstance(otel.provider, NO_RECOVERY);
+    const endOf = async (stream: ReturnType<typeof healChatModelStream>) => {
+      const started = clock.now();
+      const reading = (async () => {
+        const chunks: unknown[] = [];
+        for await (const chunk of stream("hi")) chunks.push(chunk);
+      })().catch((e: unknown) => e);
+      await clock.run(reading, { stepMs: 250 });
+      return clock.now() - started;
+    };
+    const short = await endOf(
+      healChatModelStream(sh, stalling("Refunds"), { name: "short", idleMs: 2_000 }),
+    );
+    expect(short).toBeLessThan(3_000);
+    const long = await endOf(healChatModelStream(sh, stalling("Refunds"), { name: "long" }));
+    expect(long).toBeGreaterThanOrEqual(15_000);
+  });
+});
