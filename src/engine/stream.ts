@@ -155,9 +155,13 @@ class StreamCall<A, C> implements StreamSink<C> {
     this.#reject(thrown);
   }
 
-  /** `recordArguments` shows the caller's arguments. */
+  /**
+   * `recordArguments` shows the caller's arguments, as JSON.stringify would show them: their own
+   * `toJSON` first (JSON.stringify calls a toJSON once, not again on what it returned).
+   */
   toJSON(): unknown {
-    return this.args;
+    const args = this.args as { toJSON?: unknown } | null | undefined;
+    return typeof args?.toJSON === "function" ? (args.toJSON as () => unknown)() : args;
   }
 }
 

@@ -423,6 +423,15 @@ describe("healModel: each model call", () => {
     expect(attrs()["gen_ai.tool.call.arguments"]).toBe(JSON.stringify(PROMPT));
   });
 
+  it("records the prompt of a streamed call too, not the settings or the models", async () => {
+    const { sh } = recoveryInstance(otel.provider, NO_RECOVERY, { recordArguments: true });
+    const { stream } = await healModel(sh, model("acme", "recorded")).doStream({
+      prompt: PROMPT,
+    });
+    await stream.pipeTo(new WritableStream());
+    expect(attrs()["gen_ai.tool.call.arguments"]).toBe(JSON.stringify(PROMPT));
+  });
+
   it("streams: a provider's raw parts pass; a restart is a raw part only when raw chunks were asked for", async () => {
     const finish = {
       type: "finish",

@@ -23,6 +23,11 @@ import {
 import { LinkedSignal } from "../../src/adapters/langchain/linked-signal.js";
 import { isEmptyModelAnswer } from "../../src/adapters/langchain/model-calls.js";
 import { ModelRoutes, routeOptions } from "../../src/adapters/langchain/model-routes.js";
+import {
+  isStreamInterruptedError,
+  isStreamRestart,
+  isStreamStalledError,
+} from "../../src/index.js";
 import { configError, NO_RECOVERY, recoveryInstance } from "../helpers/engine.js";
 import { recordingMeters, recordingProvider } from "../helpers/otel.js";
 
@@ -384,41 +389,157 @@ describe("what healTool and healChatModelStream refuse", () => {
   });
 });
 
-describe("healChatModelStream's limits", () => {
-  /** A chat model that streams `first` and then nothing, until aborted. */
-  function stalling(first: string) {
-    const model = new FakeListChatModel({ responses: [first] });
+describe("healChatModelStream's limits and modes", () => {
+  type Step = { text: string; finish?: string } | "hang" | Error;
+
+  /**
+   * A chat model whose n-th stream() plays the n-th script (the last repeats): chunks, then a
+   * thrown error or a hang until its signal aborts. Its calls' signals are kept.
+   */
+  function scripted(...scripts: Step[][]) {
+    const model = new FakeListChatModel({ responses: ["unused"] });
+    const signals: (AbortSignal | undefined)[] = [];
     model.stream = (_input, options) => {
       const signal = (options as { signal?: AbortSignal } | undefined)?.signal;
+      signals.push(signal);
+      const script = scripts[Math.min(signals.length - 1, scripts.length - 1)] ?? [];
       async function* parts() {
-        yield new AIMessageChunk(first);
-        await new Promise((_resolve, reject) => {
-          signal?.addEventListener("abort", () => {
-            reject(new Error("aborted"));
-          });
-        });
+        for (const step of script) {
+          if (step === "hang")
+            await new Promise((_resolve, reject) => {
+              signal?.addEventListener("abort", () => {
+                reject(new Error("aborted"));
+              });
+            });
+          else if (step instanceof Error) throw step;
+          else
+            yield new AIMessageChunk({
+              content: step.text,
+              response_metadata: step.finish ? { finish_reason: step.finish } : {},
+            });
+        }
       }
       return Promise.resolve(parts()) as never;
     };
-    return model;
+    return { model, signals };
   }
+
+  /** Reads a healed stream to its end on the instance's clock: items, the error, the time. */
+  async function readAll(
+    clock: { now(): number; run<T>(p: Promise<T>, o: { stepMs: number }): Promise<T> },
+    stream: AsyncIterable<unknown>,
+  ) {
+    const started = clock.now();
+    const items: unknown[] = [];
+    const error = await clock.run(
+      (async () => {
+        for await (const item of stream) items.push(item);
+      })().then(
+        () => undefined,
+        (e: unknown) => e,
+      ),
+      { stepMs: 250 },
+    );
+    return { items, error, ms: clock.now() - started };
+  }
+
+  const unavailable = () => Object.assign(new Error("upstream unavailable"), { status: 503 });
 
   it("idleMs ends a stream silent after its first token; unset, the default 15 s holds", async () => {
     const { sh, clock } = recoveryInstance(otel.provider, NO_RECOVERY);
-    const endOf = async (stream: ReturnType<typeof healChatModelStream>) => {
-      const started = clock.now();
-      const reading = (async () => {
-        const chunks: unknown[] = [];
-        for await (const chunk of stream("hi")) chunks.push(chunk);
-      })().catch((e: unknown) => e);
-      await clock.run(reading, { stepMs: 250 });
-      return clock.now() - started;
-    };
-    const short = await endOf(
-      healChatModelStream(sh, stalling("Refunds"), { name: "short", idleMs: 2_000 }),
+    const stalls = () => scripted([{ text: "Refunds" }, "hang"]).model;
+    const short = await readAll(
+      clock,
+      healChatModelStream(sh, stalls(), { name: "short", idleMs: 2_000 })("hi"),
     );
-    expect(short).toBeLessThan(3_000);
-    const long = await endOf(healChatModelStream(sh, stalling("Refunds"), { name: "long" }));
-    expect(long).toBeGreaterThanOrEqual(15_000);
+    expect(short.ms).toBeLessThan(3_000);
+    // A token reached the caller: the stall is the cause of the interruption it gets.
+    expect(isStreamInterruptedError(short.error)).toBe(true);
+    expect(isStreamStalledError((short.error as Error).cause)).toBe(true);
+    const long = await readAll(clock, healChatModelStream(sh, stalls(), { name: "long" })("hi"));
+    expect(long.ms).toBeGreaterThanOrEqual(15_000);
+  });
+
+  it("firstTokenMs ends a stream with no token; unset, the default 20 s holds", async () => {
+    const { sh, clock } = recoveryInstance(otel.provider, NO_RECOVERY);
+    const silent = () => scripted(["hang"]).model;
+    const short = await readAll(
+      clock,
+      healChatModelStream(sh, silent(), { name: "short", firstTokenMs: 1_000 })("hi"),
+    );
+    expect(short.ms).toBeLessThan(2_000);
+    const long = await readAll(clock, healChatModelStream(sh, silent(), { name: "long" })("hi"));
+    expect(long.ms).toBeGreaterThanOrEqual(20_000);
+  });
+
+  it("failOnFinish: `length` is a cut answer by default; an empty list takes it", async () => {
+    const { sh, clock } = recoveryInstance(otel.provider, NO_RECOVERY);
+    const long = () => scripted([{ text: "Refunds take", finish: "LENGTH" }]).model;
+    const byDefault = await readAll(
+      clock,
+      healChatModelStream(sh, long(), { name: "default" })("hi"),
+    );
+    expect(byDefault.error).toBeDefined();
+    const taken = await readAll(
+      clock,
+      healChatModelStream(sh, long(), { name: "taken", failOnFinish: [] })("hi"),
+    );
+    expect(taken.error).toBeUndefined();
+    const custom = scripted([{ text: "Refunds", finish: "stop" }]).model;
+    const stopped = await readAll(
+      clock,
+      healChatModelStream(sh, custom, { name: "custom", failOnFinish: ["STOP"] })("hi"),
+    );
+    expect(stopped.error).toBeDefined();
+  });
+
+  it("afterFirstToken: fail keeps what was shown and throws; restart sends the discard signal, then the whole answer", async () => {
+    const { sh, clock } = recoveryInstance(otel.provider);
+    const cutThenWhole = () =>
+      scripted(
+        [{ text: "Refunds" }, unavailable()],
+        [{ text: "Refunds take 5 days.", finish: "stop" }],
+      ).model;
+    const failed = await readAll(
+      clock,
+      healChatModelStream(sh, cutThenWhole(), { name: "fails" })("hi"),
+    );
+    expect(isStreamInterruptedError(failed.error)).toBe(true);
+    expect(failed.items).toHaveLength(1);
+    const restarted = await readAll(
+      clock,
+      healChatModelStream(sh, cutThenWhole(), { name: "restarts", afterFirstToken: "restart" })(
+        "hi",
+      ),
+    );
+    expect(restarted.error).toBeUndefined();
+    expect(
+      restarted.items.map((i) => (isStreamRestart(i) ? "restart" : (i as AIMessageChunk).text)),
+    ).toEqual(["Refunds", "restart", "Refunds take 5 days."]);
+  });
+
+  it("the caller's signal ends the stream, and each attempt gets selfheal's own", async () => {
+    const { sh, clock } = recoveryInstance(otel.provider, NO_RECOVERY);
+    const { model, signals } = scripted([{ text: "Refunds" }, "hang"]);
+    const caller = new AbortController();
+    const reading = readAll(clock, healChatModelStream(sh, model)("hi", { signal: caller.signal }));
+    await clock.advance(100);
+    caller.abort("user left");
+    const { error, ms } = await reading;
+    expect(error).toBeDefined();
+    expect(ms).toBeLessThan(15_000);
+    expect(signals[0]).not.toBe(caller.signal);
+    expect(signals[0]?.aborted).toBe(true);
+  });
+
+  it("records the number of messages as the call's arguments, not their text", async () => {
+    const { sh, clock } = recoveryInstance(otel.provider, NO_RECOVERY, { recordArguments: true });
+    const { model } = scripted([{ text: "ok", finish: "stop" }]);
+    const stream = healChatModelStream(sh, model);
+    await readAll(clock, stream([new HumanMessage("secret a"), new HumanMessage("secret b")]));
+    await readAll(clock, stream("secret c"));
+    expect(
+      otel.named("agent.tool_call").map((s) => s.attributes["gen_ai.tool.call.arguments"]),
+    ).toEqual(['{"messages":2}', '{"messages":1}']);
   });
 });

@@ -217,6 +217,24 @@ describe("agent.tool_call spans (real OpenTelemetry SDK)", () => {
     expect(second?.attributes["gen_ai.tool.call.result"]).toBe('"sent to [REDACTED_EMAIL]"');
   });
 
+  it("records what the arguments' own toJSON shows, on a tool call and on a stream alike", async () => {
+    const { sh } = setup({ recordArguments: true });
+    const args = { secret: "sk-live-0123456789abcdef", toJSON: () => ({ messages: 2 }) };
+    await sh.tool("t", { readOnly: true }, () => "ok")(args);
+    const format = { read: () => ({ token: true, answer: true }), completion: "end" as const };
+    const stream = sh.stream("s", { readOnly: true, format }, () =>
+      (async function* () {
+        yield "ok";
+        await Promise.resolve();
+      })(),
+    );
+    const chunks: unknown[] = [];
+    for await (const chunk of stream(args)) chunks.push(chunk);
+    expect(chunks).toEqual(["ok"]);
+    const recorded = otel.spans().map((s) => s.attributes["gen_ai.tool.call.arguments"]);
+    expect(recorded).toEqual(['{"messages":2}', '{"messages":2}']);
+  });
+
   it("works on the global no-op tracer when no SDK is installed", async () => {
     // With an SDK registered globally, an instance without a tracerProvider records into it...
     expect(trace.setGlobalTracerProvider(otel.provider)).toBe(true);
