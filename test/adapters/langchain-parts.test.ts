@@ -24,6 +24,11 @@ import { LinkedSignal } from "../../src/adapters/langchain/linked-signal.js";
 import { isEmptyModelAnswer } from "../../src/adapters/langchain/model-calls.js";
 import { ModelRoutes, routeOptions } from "../../src/adapters/langchain/model-routes.js";
 import {
+  finishReasonOf,
+  normalizeFinishReason,
+  readMessageChunk,
+} from "../../src/adapters/langchain/stream-format.js";
+import {
   isStreamInterruptedError,
   isStreamRestart,
   isStreamStalledError,
@@ -541,5 +546,90 @@ describe("healChatModelStream's limits and modes", () => {
     expect(
       otel.named("agent.tool_call").map((s) => s.attributes["gen_ai.tool.call.arguments"]),
     ).toEqual(['{"messages":2}', '{"messages":1}']);
+  });
+});
+
+describe("what a streamed chunk says", () => {
+  it("finish reasons: each provider's key, normalized; the Responses API's status", () => {
+    const cases: [unknown, unknown, string | undefined][] = [
+      [{ response_metadata: { finish_reason: "stop" } }, undefined, "stop"],
+      [{ additional_kwargs: { stop_reason: "max_tokens" } }, undefined, "length"],
+      [{ response_metadata: { finishReason: "SAFETY" } }, undefined, "content_filter"],
+      [{ response_metadata: { stopReason: "guardrail_intervened" } }, undefined, "content_filter"],
+      [{ response_metadata: { done_reason: "Length" } }, undefined, "length"],
+      [{}, { finish_reason: "MODEL_LENGTH" }, "length"],
+      [{ response_metadata: { finish_reason: "" } }, undefined, undefined],
+      [{ response_metadata: { finish_reason: 3 } }, undefined, undefined],
+      [{ response_metadata: { object: "response", status: "completed" } }, undefined, "stop"],
+      [
+        {
+          response_metadata: {
+            object: "response",
+            status: "incomplete",
+            incomplete_details: { reason: "max_output_tokens" },
+          },
+        },
+        undefined,
+        "length",
+      ],
+      [
+        {
+          response_metadata: {
+            object: "response",
+            status: "incomplete",
+            incomplete_details: { reason: "content_filter" },
+          },
+        },
+        undefined,
+        "content_filter",
+      ],
+      [{ response_metadata: { object: "response", status: "incomplete" } }, undefined, "length"],
+      [{ response_metadata: { object: "response", status: "failed" } }, undefined, "error"],
+      [{ response_metadata: { object: "response", status: "in_progress" } }, undefined, undefined],
+      [{ response_metadata: { status: "completed" } }, undefined, undefined],
+      [null, undefined, undefined],
+    ];
+    for (const [message, info, reason] of cases)
+      expect([message, finishReasonOf(message, info)]).toEqual([message, reason]);
+    expect(normalizeFinishReason("REFUSAL")).toBe("content_filter");
+    expect(normalizeFinishReason("end_turn")).toBe("end_turn");
+  });
+
+  it("tokens and answers: text, blank text, blocks, tool call chunks, reasoning", () => {
+    const cases: [string, unknown, boolean, boolean][] = [
+      ["text", { content: "Hi" }, true, true],
+      ["a space", { content: " " }, true, false],
+      ["nothing", { content: "" }, false, false],
+      ["a text block", { content: [{ type: "text", text: "Hi" }] }, true, true],
+      ["a blank text block", { content: [{ type: "text", text: " " }] }, true, false],
+      ["a text block without text", { content: [{ type: "text" }] }, false, false],
+      ["a string block", { content: ["Hi"] }, true, true],
+      ["an empty string block", { content: [""] }, false, false],
+      ["a thinking block", { content: [{ type: "thinking", thinking: "hm" }] }, true, false],
+      ["an image block", { content: [{ type: "image_url" }] }, true, true],
+      ["a null block", { content: [null] }, false, false],
+      ["a tool call chunk", { content: "", tool_call_chunks: [{ name: "lookup" }] }, true, true],
+      ["no tool call chunks", { content: "", tool_call_chunks: [] }, false, false],
+      ["reasoning", { content: "", additional_kwargs: { reasoning_content: "hm" } }, true, false],
+      [
+        "empty reasoning",
+        { content: "", additional_kwargs: { reasoning_content: "" } },
+        false,
+        false,
+      ],
+    ];
+    for (const [what, message, token, answer] of cases) {
+      const info = readMessageChunk(message);
+      expect([what, info.token, info.answer]).toEqual([what, token, answer]);
+    }
+  });
+
+  it("output tokens from usage_metadata, unless left out (a model call reports its own)", () => {
+    const message = { content: "Hi", usage_metadata: { output_tokens: 12 } };
+    expect(readMessageChunk(message).outputTokens).toBe(12);
+    expect(readMessageChunk(message, undefined, false).outputTokens).toBeUndefined();
+    expect(
+      readMessageChunk({ content: "Hi", usage_metadata: { output_tokens: "12" } }).outputTokens,
+    ).toBeUndefined();
   });
 });
