@@ -633,3 +633,115 @@ describe("what a streamed chunk says", () => {
     ).toBeUndefined();
   });
 });
+
+describe("the middleware's options, by field", () => {
+  const model = new FakeListChatModel({ responses: ["ok"] });
+
+  it("names each mistake", () => {
+    const { sh } = recoveryInstance(otel.provider, NO_RECOVERY);
+    const F = "selfHealingMiddleware.options";
+    const cases: [unknown, string, string?][] = [
+      [5, F],
+      [{ retries: 1 }, `${F}.retries`],
+      [{ readOnly: "search" }, `${F}.readOnly`],
+      [{ readOnly: ["search", ""] }, `${F}.readOnly`],
+      [{ tools: 1 }, `${F}.tools`],
+      [{ tools: { search: 1 } }, `${F}.tools.search`],
+      [{ tools: { search: { retries: 2 } } }, `${F}.tools.search.retries`],
+      [{ tools: { charge: { idempotencyKey: "k" } } }, `${F}.tools.charge.idempotencyKey`],
+      [{ model: "gpt-4o" }, `${F}.model`],
+      [{ model: { name: "" } }, `${F}.model.name`],
+      [{ model: { fallbacks: "x" } }, `${F}.model.fallbacks`],
+      [{ model: { provider: "a", fallbacks: [1] } }, `${F}.model.fallbacks[0]`],
+      [
+        { model: { provider: "a", fallbacks: [{ provider: "b", model, weight: 1 }] } },
+        `${F}.model.fallbacks[0].weight`,
+      ],
+      [
+        { model: { provider: "a", fallbacks: [{ provider: "", model }] } },
+        `${F}.model.fallbacks[0].provider`,
+      ],
+      [
+        { model: { provider: "a", fallbacks: [{ provider: "b", model: null }] } },
+        `${F}.model.fallbacks[0].model`,
+        'expected a chat model or a "provider:model" string, got null',
+      ],
+      [
+        { model: { provider: "a", fallbacks: [{ provider: "b", model: 5 }] } },
+        `${F}.model.fallbacks[0].model`,
+        "got 5",
+      ],
+      [
+        { model: { fallbacks: [{ provider: "b", model }] } },
+        `${F}.model.provider`,
+        "required with fallbacks",
+      ],
+      [{ model: { idleMs: 0 } }, `${F}.model.idleMs`],
+      [{ model: { firstTokenMs: "1s" } }, `${F}.model.firstTokenMs`],
+      [{ model: { afterFirstToken: "retry" } }, `${F}.model.afterFirstToken`],
+      [{ model: { completion: "done" } }, `${F}.model.completion`],
+      [{ model: { failOnFinish: "length" } }, `${F}.model.failOnFinish`],
+      [{ model: { failOnFinish: ["length", ""] } }, `${F}.model.failOnFinish[1]`],
+      [{ onFailure: "ignore" }, `${F}.onFailure`],
+      [{ spans: "both" }, `${F}.spans`],
+    ];
+    for (const [options, field, message] of cases) {
+      const error = configError(() => selfHealingMiddleware(sh, options as never));
+      expect([field, error.field]).toEqual([field, field]);
+      if (message !== undefined) expect(error.message).toContain(message);
+    }
+    expect(configError(() => selfHealingMiddleware({ tool: 1 } as never)).message).toContain(
+      "expected a selfheal instance (createSelfHealing())",
+    );
+  });
+
+  it("takes what is right: model false, a failure handler, a read-only test, fallbacks by string", () => {
+    const { sh } = recoveryInstance(otel.provider, {
+      ...NO_RECOVERY,
+      providers: [{ name: "a" }, { name: "b" }],
+    });
+    expect(() =>
+      selfHealingMiddleware(sh, {
+        model: false,
+        onFailure: () => "failed",
+        readOnly: (name) => name === "search",
+        tools: { charge: { idempotencyKey: () => "k" } },
+        spans: "attach",
+      }),
+    ).not.toThrow();
+    expect(() =>
+      selfHealingMiddleware(sh, {
+        model: {
+          name: "m2",
+          provider: "a",
+          fallbacks: [{ provider: "b", model: "openai:gpt-4o-mini" }],
+          idleMs: 5,
+          firstTokenMs: 5,
+          afterFirstToken: "buffer",
+          completion: "end",
+          failOnFinish: ["length"],
+        },
+      }),
+    ).not.toThrow();
+  });
+
+  it("healTool wants readOnly said, and names its other options", () => {
+    const { sh } = recoveryInstance(otel.provider, NO_RECOVERY);
+    const lookup = tool(() => "ok", { name: "lookup2", description: "d", schema: z.object({}) });
+    const missing = configError(() => healTool(sh, lookup, {} as never));
+    expect(missing.field).toBe("healTool(lookup2).options.readOnly");
+    expect(missing.message).toContain("required: say whether the tool writes");
+    expect(configError(() => healTool(sh, lookup, { readOnly: "yes" } as never)).field).toBe(
+      "healTool(lookup2).options.readOnly",
+    );
+    expect(
+      configError(() => healTool(sh, lookup, { readOnly: true, spans: "x" } as never)).field,
+    ).toBe("healTool(lookup2).options.spans");
+    expect(
+      configError(() => healTool(sh, lookup, { readOnly: true, retries: 1 } as never)).field,
+    ).toBe("healTool(lookup2).options.retries");
+    expect(configError(() => healTool(sh, lookup, null as never)).field).toBe(
+      "healTool(lookup2).options",
+    );
+  });
+});
