@@ -1,0 +1,112 @@
+/**
+ * The OpenAI Agents SDK adapter's options on their own: what `healTool` and `healTools` refuse,
+ * by field, and how a read-only declaration is read.
+ */
+import { hostedMcpTool, tool } from "@openai/agents";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { healTool, healTools } from "../../src/adapters/openai-agents.js";
+import { isReadOnly, validateHealOptions } from "../../src/adapters/openai-agents/options.js";
+import { configError, virtualInstance } from "../helpers/engine.js";
+
+const lookup = (name = "lookup") =>
+  tool({
+    name,
+    description: "Looks up",
+    parameters: z.object({ q: z.string() }),
+    errorFunction: null,
+    execute: ({ q }) => q,
+  });
+
+describe("validateHealOptions", () => {
+  it("takes nothing, or known keys with values of the right kind", () => {
+    expect(validateHealOptions(undefined, "f")).toEqual({});
+    const options = {
+      readOnly: ["lookup"],
+      idempotencyKey: () => "k",
+      errorFunction: () => "failed",
+      spans: "attach" as const,
+      logger: { warn: () => undefined },
+      timeoutMs: 5,
+    };
+    expect(validateHealOptions(options, "f", ["lookup"])).toBe(options);
+    for (const readOnly of [true, false, () => true, ["anything"]])
+      expect(() => validateHealOptions({ readOnly }, "f")).not.toThrow();
+  });
+
+  it("names each mistake", () => {
+    const cases: [unknown, string, string?][] = [
+      [5, "f"],
+      [{ readonly: true }, "f.readonly"],
+      [
+        { readOnly: "lookup" },
+        "f.readOnly",
+        'expected a list of tool names, a function (toolName) => boolean or a boolean, got "lookup"',
+      ],
+      [{ readOnly: [3] }, "f.readOnly", "expected tool names, got 3"],
+      [
+        { readOnly: ["lokup"] },
+        "f.readOnly",
+        '"lokup" is not one of the tools (lookup, charge): a misspelt read would be treated as a write',
+      ],
+      [{ idempotencyKey: "k" }, "f.idempotencyKey"],
+      [{ errorFunction: "text" }, "f.errorFunction"],
+      [{ spans: "both" }, "f.spans"],
+      [{ logger: {} }, "f.logger"],
+      [{ logger: "console" }, "f.logger"],
+    ];
+    for (const [options, field, message] of cases) {
+      const error = configError(() => validateHealOptions(options, "f", ["lookup", "charge"]));
+      expect([field, error.field]).toEqual([field, field]);
+      if (message !== undefined) expect(error.message).toContain(message);
+    }
+  });
+});
+
+describe("isReadOnly", () => {
+  it("a boolean for all, a list, or a predicate; nothing declared is a write", () => {
+    expect(isReadOnly(undefined, "lookup")).toBe(false);
+    expect(isReadOnly(true, "charge")).toBe(true);
+    expect(isReadOnly(false, "lookup")).toBe(false);
+    expect(isReadOnly(["lookup"], "lookup")).toBe(true);
+    expect(isReadOnly(["lookup"], "charge")).toBe(false);
+    expect(isReadOnly((name) => name === "lookup", "lookup")).toBe(true);
+    expect(isReadOnly((name) => name === "lookup", "charge")).toBe(false);
+  });
+});
+
+describe("healTool and healTools refuse", () => {
+  it("a list that is not one, a tool that is not a function tool, a predicate that does not answer", () => {
+    const { sh } = virtualInstance();
+    expect(configError(() => healTools(sh, "lookup" as never)).field).toBe("healTools(tools)");
+    expect(configError(() => healTools(sh, { 0: lookup() } as never)).message).toContain(
+      "expected a list of Agents SDK tools",
+    );
+    const hosted = hostedMcpTool({ serverLabel: "docs", serverUrl: "https://mcp.example" });
+    for (const bad of [hosted, null, { type: "function" }, { type: "function", invoke: "x" }]) {
+      const error = configError(() => healTool(sh, bad as never));
+      expect(error.field).toBe("healTool(tool)");
+      expect(error.message).toContain(
+        "expected a function tool (made with tool() from @openai/agents)",
+      );
+    }
+    const vague = configError(() =>
+      healTool(sh, lookup("vague"), { readOnly: (() => "yes") as never }),
+    );
+    expect(vague.field).toBe('healTool("vague").options.readOnly');
+    expect(vague.message).toContain('expected true or false for tool "vague", got string');
+    const inList = configError(() =>
+      healTools(sh, [lookup("listed")], { readOnly: (() => 1) as never }),
+    );
+    expect(inList.field).toBe("healTools(options).readOnly");
+    expect(inList.message).toContain('for tool "listed", got number');
+  });
+
+  it("passes non-function tools of a list through, and heals a healed tool no further", () => {
+    const { sh } = virtualInstance();
+    const hosted = hostedMcpTool({ serverLabel: "docs", serverUrl: "https://mcp.example" });
+    const [healed, passed] = healTools(sh, [lookup("once"), hosted], { readOnly: true });
+    expect(passed).toBe(hosted);
+    expect(healTools(sh, [healed as never])[0]).toBe(healed);
+  });
+});
