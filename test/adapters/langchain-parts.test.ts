@@ -13,7 +13,9 @@ import { z } from "zod";
 import {
   healChatModelStream,
   healTool,
+  isModelStreamRestart,
   selfHealingMiddleware,
+  STREAM_RESTART_EVENT,
 } from "../../src/adapters/langchain.js";
 import {
   isControlFlow,
@@ -743,5 +745,73 @@ describe("the middleware's options, by field", () => {
     expect(configError(() => healTool(sh, lookup, null as never)).field).toBe(
       "healTool(lookup2).options",
     );
+  });
+});
+
+describe("one name, one thing, on an instance", () => {
+  const model = () => new FakeListChatModel({ responses: ["ok"] });
+  const named = (name: string) =>
+    tool(() => "ok", { name, description: name, schema: z.object({}) });
+
+  it("a chat stream's settings, once per name", () => {
+    const { sh } = recoveryInstance(otel.provider, NO_RECOVERY);
+    healChatModelStream(sh, model(), { idleMs: 1_000 });
+    expect(() => healChatModelStream(sh, model(), { idleMs: 1_000 })).not.toThrow();
+    const error = configError(() => healChatModelStream(sh, model(), { idleMs: 2_000 }));
+    expect(error.field).toBe('langchain: stream "model.stream"');
+    expect(error.message).toContain(
+      "already healed on this selfheal instance with other stream settings (",
+    );
+    expect(error.message).toContain("give this one its own name");
+  });
+
+  it("a stream, a tool and the model calls each need their own name", () => {
+    const { sh } = recoveryInstance(otel.provider, NO_RECOVERY);
+    healTool(sh, named("lookup"), { readOnly: true });
+    const streamOverTool = configError(() => healChatModelStream(sh, model(), { name: "lookup" }));
+    expect(streamOverTool.field).toBe('langchain: "lookup"');
+    expect(streamOverTool.message).toContain(
+      "this name is taken by a LangChain tool on this selfheal instance; give healChatModelStream another (its name option)",
+    );
+    healChatModelStream(sh, model(), { name: "chat" });
+    const toolOverStream = configError(() => healTool(sh, named("chat"), { readOnly: true }));
+    expect(toolOverStream.message).toContain("this name is taken by healChatModelStream");
+    const modelOverTool = configError(() =>
+      selfHealingMiddleware(sh, { model: { name: "lookup" } }),
+    );
+    expect(modelOverTool.field).toBe('langchain: "lookup"');
+    expect(modelOverTool.message).toContain(
+      "a LangChain tool and the model calls share this name; give the model calls another (model.name)",
+    );
+  });
+
+  it("model calls of one name keep their routes; a tool keeps its safety", () => {
+    const { sh } = recoveryInstance(otel.provider, {
+      ...NO_RECOVERY,
+      providers: [{ name: "a" }, { name: "b" }],
+    });
+    selfHealingMiddleware(sh);
+    const routed = configError(() => selfHealingMiddleware(sh, { model: { provider: "a" } }));
+    expect(routed.field).toBe('langchain: model "model"');
+    expect(routed.message).toContain(
+      "model calls of this selfheal instance are already healed with routes (no provider), not a;",
+    );
+    selfHealingMiddleware(sh, { model: { name: "m2", provider: "a" } });
+    const back = configError(() => selfHealingMiddleware(sh, { model: { name: "m2" } }));
+    expect(back.message).toContain("already healed with routes a, not (no provider)");
+    healTool(sh, named("charge"), { readOnly: false });
+    const safety = configError(() => healTool(sh, named("charge"), { readOnly: true }));
+    expect(safety.field).toBe('langchain: tool "charge"');
+    expect(safety.message).toContain("already registered on this selfheal instance as a write");
+    healTool(sh, named("read"), { readOnly: true });
+    expect(configError(() => healTool(sh, named("read"), { readOnly: false })).message).toContain(
+      "as read-only",
+    );
+  });
+
+  it("tells selfheal's discard signal from any other chunk", () => {
+    expect(isModelStreamRestart({ type: STREAM_RESTART_EVENT, discard: 3 })).toBe(true);
+    for (const other of [{ type: "other" }, null, STREAM_RESTART_EVENT, { discard: 3 }])
+      expect(isModelStreamRestart(other)).toBe(false);
   });
 });
