@@ -23,6 +23,12 @@ import {
   withSignal,
 } from "../../src/adapters/langchain/invocation.js";
 import { LinkedSignal } from "../../src/adapters/langchain/linked-signal.js";
+import {
+  errorName,
+  failureText,
+  isHealed,
+  toolOptions,
+} from "../../src/adapters/langchain/tool-calls.js";
 import { isEmptyModelAnswer } from "../../src/adapters/langchain/model-calls.js";
 import { ModelRoutes, routeOptions } from "../../src/adapters/langchain/model-routes.js";
 import {
@@ -31,6 +37,7 @@ import {
   readMessageChunk,
 } from "../../src/adapters/langchain/stream-format.js";
 import {
+  HealthCheckFailedError,
   isStreamInterruptedError,
   isStreamRestart,
   isStreamStalledError,
@@ -813,5 +820,46 @@ describe("one name, one thing, on an instance", () => {
     expect(isModelStreamRestart({ type: STREAM_RESTART_EVENT, discard: 3 })).toBe(true);
     for (const other of [{ type: "other" }, null, STREAM_RESTART_EVENT, { discard: 3 }])
       expect(isModelStreamRestart(other)).toBe(false);
+  });
+});
+
+describe("what the model reads about a failed tool", () => {
+  it("selfheal's own errors as they are; another error its name and redacted message, on one line", () => {
+    const refusal = new HealthCheckFailedError("charge", "critical");
+    expect(failureText(refusal, "charge")).toBe(refusal.message);
+    const leaky = new TypeError("card 4242 declined for jane@example.com\nretry later");
+    const text = failureText(leaky, "charge");
+    expect(text.startsWith("Tool 'charge' failed: TypeError: ")).toBe(true);
+    expect(text).not.toContain("jane@example.com");
+    expect(text).not.toContain("\n");
+    expect(failureText("x".repeat(2_000), "t").length).toBeLessThan(600);
+  });
+
+  it("an error's name: one line, at most 80 characters, Error when it has none", () => {
+    expect(errorName(new RangeError("x"))).toBe("RangeError");
+    expect(errorName({ name: "A\nB" })).toBe("A\\nB");
+    expect(errorName({ name: "N".repeat(100) })).toHaveLength(80);
+    for (const nameless of [{ name: "" }, { name: 5 }, null, "text", {}])
+      expect(errorName(nameless)).toBe("Error");
+    const hostile = Object.defineProperty({}, "name", {
+      get() {
+        throw new Error("no");
+      },
+    });
+    expect(errorName(hostile)).toBe("Error");
+  });
+
+  it("a tool's selfheal options: settings, readOnly, the key from its arguments, the span mode", () => {
+    const options = toolOptions<unknown>(
+      false,
+      { timeoutMs: 5, idempotencyKey: (args) => `k-${String(args.id)}` },
+      "attach",
+    );
+    expect(options).toMatchObject({ timeoutMs: 5, readOnly: false, span: "attach" });
+    expect(options.idempotencyKey?.({ args: { id: 7 } } as never)).toBe("k-7");
+    expect(toolOptions<unknown>(true, undefined, undefined)).toEqual({ readOnly: true });
+    expect(isHealed({ [Symbol.for("selfheal:langchain:healed")]: true })).toBe(true);
+    expect(isHealed({})).toBe(false);
+    expect(isHealed(null)).toBe(false);
   });
 });
