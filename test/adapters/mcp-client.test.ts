@@ -74,7 +74,7 @@ describe("the healed view", () => {
     expect(healed).toBeInstanceOf(FakeClient);
     expect(healed.constructor).toBe(FakeClient);
     // Bound once, and to the client: taken off the view, it still reaches the private state.
-    const sent = Reflect.get(healed, "sent") as () => Sent[];
+    const sent = Reflect.get(healed, "sent");
     expect(Reflect.get(healed, "sent")).toBe(sent);
     await healed.callTool({ name: "search", arguments: {} });
     expect(sent()).toHaveLength(1);
