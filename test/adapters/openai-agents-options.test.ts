@@ -1,12 +1,21 @@
 /**
  * The OpenAI Agents SDK adapter's options on their own: what `healTool` and `healTools` refuse,
- * by field, and how a read-only declaration is read.
+ * by field, and how a read-only declaration is read; and what the model reads when recovery
+ * gives up.
  */
 import { hostedMcpTool, tool } from "@openai/agents";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { healTool, healTools } from "../../src/adapters/openai-agents.js";
 import { isReadOnly, validateHealOptions } from "../../src/adapters/openai-agents/options.js";
+import {
+  defaultToolErrorMessage,
+  failureOutput,
+  HiddenToolError,
+  SDK_DEFAULT_TOOL_ERROR,
+  ToolInputRejectedError,
+} from "../../src/adapters/openai-agents/tool-output.js";
+import { HealthCheckFailedError, HttpResponseError, ToolTimeoutError } from "../../src/errors.js";
 import { configError, virtualInstance } from "../helpers/engine.js";
 
 const lookup = (name = "lookup") =>
@@ -108,5 +117,88 @@ describe("healTool and healTools refuse", () => {
     const [healed, passed] = healTools(sh, [lookup("once"), hosted], { readOnly: true });
     expect(passed).toBe(hosted);
     expect(healTools(sh, [healed as never])[0]).toBe(healed);
+  });
+});
+
+describe("what the model reads when recovery gives up", () => {
+  const span = () => {
+    const errors: unknown[] = [];
+    return { errors, span: { setError: (e: unknown) => errors.push(e) } };
+  };
+  const call = (s: { setError(e: unknown): void } | undefined, signal?: AbortSignal) => ({
+    runContext: { context: {} },
+    details: signal ? { signal } : undefined,
+    span: s,
+  });
+
+  it("selfheal's refusals in its own words; bad arguments in the SDK's; else the error's type only", () => {
+    const refusal = new HealthCheckFailedError("charge", "critical");
+    expect(defaultToolErrorMessage("charge", refusal)).toBe(refusal.message);
+    const http = new HttpResponseError(
+      503,
+      new Headers(),
+      "upstream down for acct 42",
+      "https://x",
+    );
+    expect(defaultToolErrorMessage("charge", http)).toBe(
+      'Tool "charge" failed (HTTP 503) and could not be recovered now. Continue without it or try again later.',
+    );
+    expect(
+      defaultToolErrorMessage("charge", new ToolInputRejectedError("charge", { cause: 1 })),
+    ).toBe("An error occurred while parsing tool arguments. Please try again with valid JSON.");
+    expect(defaultToolErrorMessage("t", new RangeError("secret 42"))).toContain("(RangeError)");
+    expect(defaultToolErrorMessage("t", "text")).toContain("(string)");
+    const rejected = new ToolInputRejectedError("t", { cause: "zod" });
+    expect([rejected.code, rejected.name, rejected.cause]).toEqual([
+      "INVALID_ARGUMENT",
+      "ToolInputRejectedError",
+      "zod",
+    ]);
+    const hidden = new HiddenToolError("t");
+    expect(hidden.name).toBe("HiddenToolError");
+    expect(hidden.message).toContain("create the tool with errorFunction: null");
+  });
+
+  it("failureOutput: marks the SDK span with the type only, then the errorFunction's text or the default", () => {
+    const t = lookup("out");
+    const s = span();
+    const error = new TypeError("card 4242 declined");
+    expect(failureOutput(t, {}, call(s.span) as never, error)).toContain(
+      'Tool "out" failed (TypeError)',
+    );
+    expect(s.errors).toEqual([
+      { message: "Error running tool (non-fatal)", data: { tool_name: "out", error: "TypeError" } },
+    ]);
+    const own = failureOutput(
+      t,
+      { errorFunction: (_ctx, e) => `own: ${(e as Error).name}` },
+      call(undefined) as never,
+      error,
+    );
+    expect(own).toBe("own: TypeError");
+  });
+
+  it("failureOutput: a cancelled run, a structured tool and a raise_exception timeout throw; a hidden error is the SDK's text", () => {
+    const t = lookup("thrown");
+    const error = new Error("x");
+    expect(() =>
+      failureOutput(t, {}, call(undefined, AbortSignal.abort()) as never, error),
+    ).toThrow(error);
+    expect(failureOutput(t, {}, call(undefined) as never, new HiddenToolError("thrown"))).toBe(
+      SDK_DEFAULT_TOOL_ERROR,
+    );
+    const structured = { ...t, outputSchema: {} };
+    expect(() => failureOutput(structured as never, {}, call(undefined) as never, error)).toThrow(
+      error,
+    );
+    const timeout = new ToolTimeoutError("thrown", 5);
+    const raising = { ...t, timeoutBehavior: "raise_exception" };
+    expect(() => failureOutput(raising as never, {}, call(undefined) as never, timeout)).toThrow(
+      timeout,
+    );
+    expect(failureOutput(t, {}, call(undefined) as never, timeout)).toBe(timeout.message);
+    expect(
+      failureOutput(t, {}, call(undefined, new AbortController().signal) as never, error),
+    ).toContain("(Error)");
   });
 });
