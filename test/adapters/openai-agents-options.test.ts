@@ -6,7 +6,7 @@
 import { hostedMcpTool, tool } from "@openai/agents";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { healTool, healTools } from "../../src/adapters/openai-agents.js";
+import { healTool, healTools, healthTraceProcessor } from "../../src/adapters/openai-agents.js";
 import { isReadOnly, validateHealOptions } from "../../src/adapters/openai-agents/options.js";
 import {
   defaultToolErrorMessage,
@@ -16,6 +16,7 @@ import {
   ToolInputRejectedError,
 } from "../../src/adapters/openai-agents/tool-output.js";
 import { HealthCheckFailedError, HttpResponseError, ToolTimeoutError } from "../../src/errors.js";
+import type { SelfHealing } from "../../src/index.js";
 import { configError, virtualInstance } from "../helpers/engine.js";
 
 const lookup = (name = "lookup") =>
@@ -200,5 +201,108 @@ describe("what the model reads when recovery gives up", () => {
     expect(
       failureOutput(t, {}, call(undefined, new AbortController().signal) as never, error),
     ).toContain("(Error)");
+  });
+});
+
+describe("healthTraceProcessor: the SDK's spans as health records", () => {
+  /** An instance stand-in whose span processor keeps what it is given. */
+  function recorder() {
+    const ended: {
+      name: string;
+      attributes: Record<string, unknown>;
+      status: { code: number };
+      duration: [number, number];
+    }[] = [];
+    const sh = { spanProcessor: () => ({ onEnd: (s: (typeof ended)[number]) => ended.push(s) }) };
+    return { sh: sh as unknown as SelfHealing, ended };
+  }
+  const sdkSpan = (
+    spanData: Record<string, unknown>,
+    error: unknown = null,
+    startedAt: string | null = "2026-12-03T10:00:00.000Z",
+    endedAt: string | null = "2026-12-03T10:00:01.250Z",
+  ) => ({ spanData, error, startedAt, endedAt }) as never;
+
+  it("a function span is a tool call; a model span an LLM call, with output tokens when it has usage", async () => {
+    const { sh, ended } = recorder();
+    const processor = healthTraceProcessor(sh);
+    await processor.onSpanEnd(sdkSpan({ type: "function", name: "lookup" }));
+    await processor.onSpanEnd(sdkSpan({ type: "function", name: "lookup" }, { message: "boom" }));
+    await processor.onSpanEnd(
+      sdkSpan({ type: "generation", model: "gpt-4o", usage: { output_tokens: 0 } }),
+    );
+    await processor.onSpanEnd(sdkSpan({ type: "generation" }, null, null, null));
+    await processor.onSpanEnd(
+      sdkSpan({ type: "response", _response: { model: "gpt-5", usage: { output_tokens: 12 } } }),
+    );
+    await processor.onSpanEnd(
+      sdkSpan({ type: "response", _response: { model: 5, usage: { output_tokens: "12" } } }),
+    );
+    await processor.onSpanEnd(sdkSpan({ type: "agent", name: "triage" }));
+    expect(ended.map((s) => [s.name, s.attributes, s.status.code, s.duration])).toEqual([
+      [
+        "lookup",
+        { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup" },
+        0,
+        [1, 250_000_000],
+      ],
+      [
+        "lookup",
+        { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup" },
+        2,
+        [1, 250_000_000],
+      ],
+      [
+        "gpt-4o",
+        { "gen_ai.operation.name": "chat", "gen_ai.usage.output_tokens": 0 },
+        0,
+        [1, 250_000_000],
+      ],
+      ["generation", { "gen_ai.operation.name": "chat" }, 0, [0, 0]],
+      [
+        "gpt-5",
+        { "gen_ai.operation.name": "chat", "gen_ai.usage.output_tokens": 12 },
+        0,
+        [1, 250_000_000],
+      ],
+      ["response", { "gen_ai.operation.name": "chat" }, 0, [1, 250_000_000]],
+    ]);
+  });
+
+  it("with models: false only tools count; bad timestamps give no duration; its other hooks do nothing", async () => {
+    const { sh, ended } = recorder();
+    const processor = healthTraceProcessor(sh, { models: false });
+    await processor.onSpanEnd(sdkSpan({ type: "generation", model: "gpt-4o" }));
+    await processor.onSpanEnd(
+      sdkSpan({ type: "function", name: "t" }, null, "not a date", "2026-12-03T10:00:00Z"),
+    );
+    await processor.onSpanEnd(
+      sdkSpan(
+        { type: "function", name: "t" },
+        null,
+        "2026-12-03T10:00:05Z",
+        "2026-12-03T10:00:00Z",
+      ),
+    );
+    expect(ended.map((s) => [s.name, s.duration])).toEqual([
+      ["t", [0, 0]],
+      ["t", [0, 0]],
+    ]);
+    await expect(
+      Promise.all([
+        processor.onTraceStart({} as never),
+        processor.onTraceEnd({} as never),
+        processor.onSpanStart({} as never),
+        processor.shutdown(),
+        processor.forceFlush(),
+      ]),
+    ).resolves.toBeDefined();
+    expect(ended).toHaveLength(2);
+    expect(configError(() => healthTraceProcessor(sh, { model: true } as never)).field).toBe(
+      "healthTraceProcessor(options).model",
+    );
+    expect(configError(() => healthTraceProcessor(sh, 3 as never)).field).toBe(
+      "healthTraceProcessor(options)",
+    );
   });
 });
