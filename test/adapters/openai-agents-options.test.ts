@@ -3,7 +3,7 @@
  * by field, and how a read-only declaration is read; and what the model reads when recovery
  * gives up.
  */
-import { hostedMcpTool, tool } from "@openai/agents";
+import { hostedMcpTool, RunContext, tool } from "@openai/agents";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { healTool, healTools, healthTraceProcessor } from "../../src/adapters/openai-agents.js";
@@ -17,7 +17,8 @@ import {
 } from "../../src/adapters/openai-agents/tool-output.js";
 import { HealthCheckFailedError, HttpResponseError, ToolTimeoutError } from "../../src/errors.js";
 import type { SelfHealing } from "../../src/index.js";
-import { configError, virtualInstance } from "../helpers/engine.js";
+import { configError, NO_RECOVERY, recoveryInstance, virtualInstance } from "../helpers/engine.js";
+import { recordingProvider } from "../helpers/otel.js";
 
 const lookup = (name = "lookup") =>
   tool({
@@ -303,6 +304,131 @@ describe("healthTraceProcessor: the SDK's spans as health records", () => {
     );
     expect(configError(() => healthTraceProcessor(sh, 3 as never)).field).toBe(
       "healthTraceProcessor(options)",
+    );
+  });
+});
+
+describe("a healed tool's invoke, called as the runner calls it", () => {
+  const otel = recordingProvider();
+  const invokeOf = (t: unknown) =>
+    (t as { invoke: (ctx: unknown, input: string, details?: unknown) => Promise<unknown> }).invoke;
+
+  it("its selfheal options: timeout (the option's, else the tool's), provider, the key from the parsed arguments", async () => {
+    otel.reset();
+    const { sh } = recoveryInstance(otel.provider, {
+      ...NO_RECOVERY,
+      providers: [{ name: "stripe" }],
+    });
+    const keys: unknown[] = [];
+    const timed = tool({
+      name: "charge",
+      description: "charges",
+      parameters: z.object({ order: z.string() }),
+      errorFunction: null,
+      timeoutMs: 7_000,
+      execute: ({ order }) => `charged ${order}`,
+    });
+    const healed = healTool(sh, timed, {
+      provider: "stripe",
+      idempotencyKey: (args, name) => {
+        keys.push([args, name]);
+        return "order-1";
+      },
+    });
+    expect((healed as { timeoutMs?: number }).timeoutMs).toBeUndefined();
+    const out = await invokeOf(healed)(new RunContext({}), '{"order":"A-1"}', {
+      toolCall: { callId: "call_42" },
+    });
+    expect(out).toBe("charged A-1");
+    expect(keys).toEqual([[{ order: "A-1" }, "charge"]]);
+    const [attributes] = otel.named("agent.tool_call").map((s) => s.attributes);
+    expect(attributes).toMatchObject({
+      "selfheal.call.timeout_ms": 7_000,
+      "gen_ai.provider.name": "stripe",
+      "gen_ai.tool.call.id": "call_42",
+      "gen_ai.tool.type": "function",
+    });
+    otel.reset();
+    const own = healTool(sh, lookup("own-timeout"), { readOnly: true, timeoutMs: 3_000 });
+    await invokeOf(own)(new RunContext({}), '{"q":"x"}', { toolCall: { callId: "" } });
+    const [second] = otel.named("agent.tool_call").map((s) => s.attributes);
+    expect(second?.["selfheal.call.timeout_ms"]).toBe(3_000);
+    expect(second?.["gen_ai.tool.call.id"]).toBeUndefined();
+  });
+
+  it("a key function gets arguments that are not JSON as they are", async () => {
+    const { sh } = recoveryInstance(otel.provider, NO_RECOVERY);
+    const seen: unknown[] = [];
+    const healed = healTool(sh, lookup("raw-args"), {
+      idempotencyKey: (args) => {
+        seen.push(args);
+        return "k";
+      },
+    });
+    await invokeOf(healed)(new RunContext({}), "not json");
+    expect(seen).toEqual(["not json"]);
+  });
+
+  it("the runner's abort reaches the tool through selfheal's signal; a cancelled run throws", async () => {
+    const { sh, clock } = recoveryInstance(otel.provider, NO_RECOVERY);
+    let given: AbortSignal | undefined;
+    const hang = tool({
+      name: "hang",
+      description: "hangs",
+      parameters: z.object({}),
+      errorFunction: null,
+      execute: (_input, _ctx, details) => {
+        given = details?.signal;
+        return new Promise((_resolve, reject) => {
+          details?.signal?.addEventListener("abort", () => {
+            reject(new Error("aborted"));
+          });
+        });
+      },
+    });
+    const run = new AbortController();
+    const call = invokeOf(healTool(sh, hang, { readOnly: true }))(new RunContext({}), "{}", {
+      signal: run.signal,
+    }).catch((e: unknown) => e);
+    await clock.advance(1);
+    run.abort("user left");
+    expect(await call).toBeDefined();
+    expect(given?.aborted).toBe(true);
+    expect(given).not.toBe(run.signal);
+  });
+
+  it("a tool that keeps the SDK's default errorFunction: one warning however often it fails", async () => {
+    const { sh } = recoveryInstance(otel.provider, NO_RECOVERY);
+    const warnings: string[] = [];
+    const hiding = tool({
+      name: "hiding",
+      description: "fails",
+      parameters: z.object({}),
+      execute: () => {
+        throw new Error("boom");
+      },
+    });
+    const healed = healTool(sh, hiding, {
+      readOnly: true,
+      logger: { warn: (m) => warnings.push(m) },
+    });
+    expect(await invokeOf(healed)(new RunContext({}), "{}")).toBe(SDK_DEFAULT_TOOL_ERROR);
+    expect(await invokeOf(healed)(new RunContext({}), "{}")).toBe(SDK_DEFAULT_TOOL_ERROR);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain(
+      'selfheal: tool "hiding" failed and the Agents SDK\'s default errorFunction',
+    );
+  });
+
+  it("a name is one tool: a copy declared otherwise is refused, naming what it was", () => {
+    const { sh } = recoveryInstance(otel.provider, NO_RECOVERY);
+    healTool(sh, lookup("same"), { readOnly: true });
+    const error = configError(() => healTool(sh, lookup("same"), { readOnly: false }));
+    expect(error.field).toBe('healTool("same").options.readOnly');
+    expect(error.message).toContain('tool "same" was healed before as read-only');
+    healTool(sh, lookup("w"));
+    expect(configError(() => healTool(sh, lookup("w"), { readOnly: true })).message).toContain(
+      "as a write",
     );
   });
 });
