@@ -5,7 +5,7 @@
  * model side of the middleware (the request the model gets, the tokens it reports), and what
  * `healTool` and `healChatModelStream` refuse.
  */
-import { AIMessage, AIMessageChunk, HumanMessage } from "@langchain/core/messages";
+import { AIMessage, AIMessageChunk, HumanMessage, ToolMessage } from "@langchain/core/messages";
 import { FakeListChatModel } from "@langchain/core/utils/testing";
 import { tool } from "@langchain/core/tools";
 import { beforeEach, describe, expect, it } from "vitest";
@@ -49,6 +49,9 @@ const otel = recordingProvider();
 beforeEach(() => {
   otel.reset();
 });
+
+/** A LangChain tool of `name` that answers "ok". */
+const named = (name: string) => tool(() => "ok", { name, description: name, schema: z.object({}) });
 
 const attrs = (name = "agent.tool_call") => {
   const span = otel.named(name)[0];
@@ -757,8 +760,6 @@ describe("the middleware's options, by field", () => {
 
 describe("one name, one thing, on an instance", () => {
   const model = () => new FakeListChatModel({ responses: ["ok"] });
-  const named = (name: string) =>
-    tool(() => "ok", { name, description: name, schema: z.object({}) });
 
   it("a chat stream's settings, once per name", () => {
     const { sh } = recoveryInstance(otel.provider, NO_RECOVERY);
@@ -861,5 +862,125 @@ describe("what the model reads about a failed tool", () => {
     expect(isHealed({ [Symbol.for("selfheal:langchain:healed")]: true })).toBe(true);
     expect(isHealed({})).toBe(false);
     expect(isHealed(null)).toBe(false);
+  });
+});
+
+describe("the middleware's tool calls", () => {
+  type WrapTool = (request: unknown, handler: (r: unknown) => Promise<unknown>) => Promise<unknown>;
+  const wrapToolOf = (middleware: unknown) =>
+    (middleware as { wrapToolCall: WrapTool }).wrapToolCall;
+  const lookup = tool(() => "ok", {
+    name: "lookup",
+    description: "d",
+    schema: z.object({ q: z.string() }),
+  });
+  const request = (over: Record<string, unknown> = {}) => ({
+    tool: lookup,
+    toolCall: { name: "lookup", args: { q: "refunds" }, id: "call_1" },
+    runtime: {},
+    state: { messages: [] },
+    ...over,
+  });
+  const down = () =>
+    Promise.reject(Object.assign(new Error("bad gateway for jane@example.com"), { status: 502 }));
+
+  it("a failure it could not heal is an error ToolMessage the model reads: named, redacted, with the call's id", async () => {
+    const { sh, clock } = recoveryInstance(otel.provider, NO_RECOVERY);
+    const wrap = wrapToolOf(selfHealingMiddleware(sh, { readOnly: ["lookup"] }));
+    const message = (await clock.run(wrap(request(), down), { stepMs: 500 })) as ToolMessage;
+    expect(message).toBeInstanceOf(ToolMessage);
+    expect(message.status).toBe("error");
+    expect(message.name).toBe("lookup");
+    expect(message.tool_call_id).toBe("call_1");
+    expect(message.text).toContain("Tool 'lookup' failed: Error: ");
+    expect(message.text).not.toContain("jane@example.com");
+    const noId = (await clock.run(
+      wrap(request({ toolCall: { name: "lookup", args: { q: "x" } } }), down),
+      { stepMs: 500 },
+    )) as ToolMessage;
+    expect(noId.tool_call_id).toBe("");
+  });
+
+  it("onFailure: error rethrows; a function writes the message, or rethrows by answering nothing", async () => {
+    const { sh, clock } = recoveryInstance(otel.provider, NO_RECOVERY);
+    const rethrow = wrapToolOf(
+      selfHealingMiddleware(sh, { readOnly: ["lookup"], onFailure: "error" }),
+    );
+    await expect(clock.run(rethrow(request(), down), { stepMs: 500 })).rejects.toThrow(
+      "bad gateway",
+    );
+    const seen: unknown[] = [];
+    const custom = wrapToolOf(
+      selfHealingMiddleware(sh, {
+        model: false,
+        readOnly: ["lookup"],
+        onFailure: (error, req) => {
+          seen.push((req as { toolCall: { id: string } }).toolCall.id);
+          return (error as Error).message.startsWith("bad")
+            ? "lookup is down, try later"
+            : undefined;
+        },
+      }),
+    );
+    const message = (await clock.run(custom(request(), down), { stepMs: 500 })) as ToolMessage;
+    expect(message.content).toBe("lookup is down, try later");
+    const other = () => Promise.reject(new Error("other"));
+    await expect(clock.run(custom(request(), other), { stepMs: 500 })).rejects.toThrow("other");
+    expect(seen).toEqual(["call_1", "call_1"]);
+  });
+
+  it("leaves alone a call of no tool, or of a healed tool; names a call by the tool's own name", async () => {
+    const { sh, clock } = recoveryInstance(otel.provider, NO_RECOVERY);
+    const wrap = wrapToolOf(selfHealingMiddleware(sh, { readOnly: ["lookup", "renamed"] }));
+    const answer = new ToolMessage({ content: "as is", tool_call_id: "call_1" });
+    expect(await wrap(request({ tool: undefined }), () => Promise.resolve(answer))).toBe(answer);
+    const healed = healTool(sh, named("healed-one"), { readOnly: true });
+    expect(await wrap(request({ tool: healed }), () => Promise.resolve(answer))).toBe(answer);
+    expect(otel.named("agent.tool_call")).toHaveLength(0);
+    await clock.run(
+      wrap(request({ toolCall: { name: "renamed", args: {}, id: "c" } }), () =>
+        Promise.resolve(answer),
+      ),
+      { stepMs: 500 },
+    );
+    expect(otel.named("agent.tool_call").map((s) => s.attributes["gen_ai.tool.name"])).toEqual([
+      "lookup",
+    ]);
+  });
+
+  it("a run stopped by its signal, or the tool's config signal, is a cancelled call: rethrown, not a message", async () => {
+    const { sh, clock } = recoveryInstance(otel.provider);
+    const wrap = wrapToolOf(selfHealingMiddleware(sh, { readOnly: ["lookup"] }));
+    const run = new AbortController();
+    let calls = 0;
+    const hanging = (r: unknown) => {
+      calls++;
+      const t = (
+        r as { tool: { invoke(i: unknown, c?: { signal?: AbortSignal }): Promise<unknown> } }
+      ).tool;
+      return t.invoke({ q: "x" }, { signal: configSignal.signal });
+    };
+    const configSignal = new AbortController();
+    const slow = tool(
+      (_input, config: { signal?: AbortSignal }) =>
+        new Promise((_resolve, reject) => {
+          config.signal?.addEventListener("abort", () => {
+            reject(new Error("aborted"));
+          });
+        }),
+      { name: "lookup", description: "d", schema: z.object({ q: z.string() }) },
+    );
+    const call = wrap(request({ tool: slow, runtime: { signal: run.signal } }), hanging).catch(
+      (e: unknown) => e,
+    );
+    await clock.advance(1);
+    run.abort("user left");
+    const error = await clock.run(call, { stepMs: 500 });
+    expect(error).not.toBeInstanceOf(ToolMessage);
+    expect(calls).toBe(1);
+    const viaConfig = wrap(request({ tool: slow }), hanging).catch((e: unknown) => e);
+    await clock.advance(1);
+    configSignal.abort("stopped");
+    expect(await clock.run(viaConfig, { stepMs: 500 })).not.toBeInstanceOf(ToolMessage);
   });
 });
