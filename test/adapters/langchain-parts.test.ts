@@ -562,40 +562,19 @@ describe("healChatModelStream's limits and modes", () => {
 });
 
 describe("what a streamed chunk says", () => {
-  it("finish reasons: each provider's key, normalized; the Responses API's status", () => {
+  it("finish reasons beyond langchain-stream's table: key places, case, blanks, every Responses status", () => {
+    const incomplete = (details?: unknown) => ({
+      response_metadata: { object: "response", status: "incomplete", incomplete_details: details },
+    });
     const cases: [unknown, unknown, string | undefined][] = [
       [{ response_metadata: { finish_reason: "stop" } }, undefined, "stop"],
-      [{ additional_kwargs: { stop_reason: "max_tokens" } }, undefined, "length"],
       [{ response_metadata: { finishReason: "SAFETY" } }, undefined, "content_filter"],
-      [{ response_metadata: { stopReason: "guardrail_intervened" } }, undefined, "content_filter"],
       [{ response_metadata: { done_reason: "Length" } }, undefined, "length"],
       [{}, { finish_reason: "MODEL_LENGTH" }, "length"],
       [{ response_metadata: { finish_reason: "" } }, undefined, undefined],
       [{ response_metadata: { finish_reason: 3 } }, undefined, undefined],
-      [{ response_metadata: { object: "response", status: "completed" } }, undefined, "stop"],
-      [
-        {
-          response_metadata: {
-            object: "response",
-            status: "incomplete",
-            incomplete_details: { reason: "max_output_tokens" },
-          },
-        },
-        undefined,
-        "length",
-      ],
-      [
-        {
-          response_metadata: {
-            object: "response",
-            status: "incomplete",
-            incomplete_details: { reason: "content_filter" },
-          },
-        },
-        undefined,
-        "content_filter",
-      ],
-      [{ response_metadata: { object: "response", status: "incomplete" } }, undefined, "length"],
+      [incomplete({ reason: "content_filter" }), undefined, "content_filter"],
+      [incomplete(), undefined, "length"],
       [{ response_metadata: { object: "response", status: "failed" } }, undefined, "error"],
       [{ response_metadata: { object: "response", status: "in_progress" } }, undefined, undefined],
       [{ response_metadata: { status: "completed" } }, undefined, undefined],
