@@ -6,6 +6,8 @@
  * `healTool` and `healChatModelStream` refuse.
  */
 import { AIMessage, AIMessageChunk, HumanMessage, ToolMessage } from "@langchain/core/messages";
+import { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import { ChatGenerationChunk } from "@langchain/core/outputs";
 import { FakeListChatModel } from "@langchain/core/utils/testing";
 import { tool } from "@langchain/core/tools";
 import { beforeEach, describe, expect, it } from "vitest";
@@ -31,6 +33,7 @@ import {
 } from "../../src/adapters/langchain/tool-calls.js";
 import { isEmptyModelAnswer } from "../../src/adapters/langchain/model-calls.js";
 import { ModelRoutes, routeOptions } from "../../src/adapters/langchain/model-routes.js";
+import { tappedModel, type ModelTap } from "../../src/adapters/langchain/tapped-model.js";
 import {
   finishReasonOf,
   normalizeFinishReason,
@@ -961,5 +964,124 @@ describe("the middleware's tool calls", () => {
     await clock.advance(1);
     configSignal.abort("stopped");
     expect(await clock.run(viaConfig, { stepMs: 500 })).not.toBeInstanceOf(ToolMessage);
+  });
+});
+
+describe("the model an attempt hands LangChain (tappedModel)", () => {
+  /** A tap that records the streams it is asked to read, and passes their chunks through. */
+  function recordingTap() {
+    const controller = new AbortController();
+    const streams: { options: unknown; asEvents: boolean }[] = [];
+    const tap: ModelTap = {
+      signal: controller.signal,
+      async *stream(open, options, runManager, asEvents) {
+        streams.push({ options, asEvents });
+        yield* open(options, runManager);
+      },
+    };
+    return { tap, streams, controller };
+  }
+
+  /** A chat model that streams and generates, keeping the `this` and options it was called with. */
+  class Streaming extends BaseChatModel {
+    seen: { self: unknown; options: { signal?: AbortSignal } }[] = [];
+    _llmType() {
+      return "streaming";
+    }
+    override async *_streamResponseChunks(_m: unknown, options: { signal?: AbortSignal }) {
+      this.seen.push({ self: this, options });
+      await Promise.resolve();
+      yield new ChatGenerationChunk({ text: "hi", message: new AIMessageChunk("hi") });
+    }
+    _generate(_m: unknown, options: { signal?: AbortSignal }) {
+      this.seen.push({ self: this, options });
+      return Promise.resolve({ generations: [{ text: "ok", message: new AIMessage("ok") }] });
+    }
+  }
+
+  it("leaves anything that is not a model as it is", () => {
+    const { tap } = recordingTap();
+    for (const value of [undefined, "gpt-4o", { name: "not a model" }])
+      expect(tappedModel(value, tap)).toBe(value);
+  });
+
+  it("reads a chat model's stream through the tap, the model's own method on the model itself", async () => {
+    const { tap, streams } = recordingTap();
+    const model = new Streaming({});
+    const tapped = tappedModel(model, tap);
+    expect(tapped).not.toBe(model);
+    expect(tapped._llmType()).toBe("streaming");
+    const chunks: string[] = [];
+    for await (const c of tapped._streamResponseChunks([], { signal: undefined } as never))
+      chunks.push(c.text);
+    expect(chunks).toEqual(["hi"]);
+    expect(streams).toEqual([{ options: { signal: undefined }, asEvents: false }]);
+    expect(model.seen[0]?.self).toBe(model);
+  });
+
+  it("joins _generate's signal to the attempt's: either aborts the request", async () => {
+    const { tap, controller } = recordingTap();
+    const model = new Streaming({});
+    const tapped = tappedModel(model, tap);
+    const caller = new AbortController();
+    await tapped._generate([], { signal: caller.signal });
+    await tapped._generate([], {});
+    const [first, second] = model.seen;
+    expect(first?.options.signal).not.toBe(caller.signal);
+    expect(first?.self).toBe(tapped);
+    expect(second?.options.signal?.aborted).toBe(false);
+    controller.abort("attempt timed out");
+    // Released once the call ended: the attempt's abort no longer reaches a finished request.
+    expect(first?.options.signal?.aborted).toBe(false);
+  });
+
+  it("a model that does not stream keeps the base class's method: LangChain calls _generate", () => {
+    class Generating extends BaseChatModel {
+      _llmType() {
+        return "generating";
+      }
+      _generate() {
+        return Promise.resolve({ generations: [] });
+      }
+    }
+    const { tap } = recordingTap();
+    const tapped = tappedModel(new Generating({}), tap);
+    expect(Reflect.get(tapped, "_streamResponseChunks")).toBe(
+      Reflect.get(BaseChatModel.prototype, "_streamResponseChunks"),
+    );
+  });
+
+  it("a binding's model, bindTools' result and initChatModel's instance are tapped too", async () => {
+    const { tap, streams } = recordingTap();
+    const model = new Streaming({});
+    const binding = { bound: model, kwargs: {} };
+    const tappedBinding = tappedModel(binding, tap);
+    expect(tappedBinding.kwargs).toBe(binding.kwargs);
+    expect(tappedBinding.bound).not.toBe(model);
+    const texts: string[] = [];
+    for await (const c of tappedBinding.bound._streamResponseChunks([], {})) texts.push(c.text);
+    expect(texts).toEqual(["hi"]);
+    expect(streams).toHaveLength(1);
+    const other = new Streaming({});
+    const rebinding = Object.assign(new Streaming({}), { bindTools: () => other });
+    const rebound = tappedModel(rebinding, tap).bindTools();
+    expect(rebound).not.toBe(other);
+    expect(rebound._llmType()).toBe("streaming");
+    const selfBinding = Object.assign(new Streaming({}), {
+      bindTools(this: unknown) {
+        return this;
+      },
+    });
+    const tappedSelf = tappedModel(selfBinding, tap);
+    expect(tappedSelf.bindTools()).toBe(tappedSelf);
+    const configurable = {
+      _getModelInstance: () => Promise.resolve(model),
+      withConfig: () => ({ bound: model }),
+    };
+    const tappedConfigurable = tappedModel(configurable, tap);
+    const instance = await tappedConfigurable._getModelInstance();
+    expect(instance).not.toBe(model);
+    expect(instance._llmType()).toBe("streaming");
+    expect(tappedConfigurable.withConfig().bound).not.toBe(model);
   });
 });
