@@ -153,12 +153,22 @@ describe("model routes", () => {
     expect(await new ModelRoutes(undefined, undefined).modelFor("backup", own)).toBe(own);
   });
 
+  it("a fallback named by a string is made by initChatModel, once", async () => {
+    const routes = new ModelRoutes("acme", [
+      { provider: "backup", model: "nosuchprovider:model-x" },
+    ]);
+    const first = await routes.modelFor("backup", own).catch((e: unknown) => e);
+    const second = await routes.modelFor("backup", own).catch((e: unknown) => e);
+    expect(first).toBeInstanceOf(Error);
+    expect(second).toBe(first);
+  });
+
   it("the options they make: providers only with a primary and fallbacks; limits only when set", () => {
     const fallbacks = [{ provider: "backup", model: "openai:gpt-4o-mini" }];
-    expect(routeOptions({})).toEqual({ readOnly: true });
-    expect(routeOptions({ provider: "acme" })).toEqual({ readOnly: true, provider: "acme" });
-    expect(routeOptions({ fallbacks })).toEqual({ readOnly: true });
-    expect(routeOptions({ provider: "acme", fallbacks })).toEqual({
+    expect(routeOptions({})).toStrictEqual({ readOnly: true });
+    expect(routeOptions({ provider: "acme" })).toStrictEqual({ readOnly: true, provider: "acme" });
+    expect(routeOptions({ fallbacks })).toStrictEqual({ readOnly: true });
+    expect(routeOptions({ provider: "acme", fallbacks })).toStrictEqual({
       readOnly: true,
       provider: "acme",
       providers: ["acme", "backup"],
@@ -199,7 +209,7 @@ describe("what a call passes on", () => {
 
   it("the attempt's signal, joined to the config's own", () => {
     const attempt = new AbortController();
-    expect(withSignal(undefined, attempt.signal)).toEqual({ signal: attempt.signal });
+    expect(withSignal(undefined, attempt.signal)).toStrictEqual({ signal: attempt.signal });
     const same = withSignal({ signal: attempt.signal, tags: ["a"] }, attempt.signal);
     expect(same).toEqual({ signal: attempt.signal, tags: ["a"] });
     const caller = new AbortController();
@@ -217,7 +227,7 @@ describe("what a call passes on", () => {
 
   it("a tool call id only when it says something", () => {
     expect(toolCallIdOption("call_1")).toEqual({ toolCallId: "call_1" });
-    for (const id of ["", "  ", undefined, 7]) expect(toolCallIdOption(id)).toEqual({});
+    for (const id of ["", "  ", undefined, 7]) expect(toolCallIdOption(id)).toStrictEqual({});
   });
 });
 
@@ -840,7 +850,7 @@ describe("what the model reads about a failed tool", () => {
     );
     expect(options).toMatchObject({ timeoutMs: 5, readOnly: false, span: "attach" });
     expect(options.idempotencyKey?.({ args: { id: 7 } } as never)).toBe("k-7");
-    expect(toolOptions<unknown>(true, undefined, undefined)).toEqual({ readOnly: true });
+    expect(toolOptions<unknown>(true, undefined, undefined)).toStrictEqual({ readOnly: true });
     expect(isHealed({ [Symbol.for("selfheal:langchain:healed")]: true })).toBe(true);
     expect(isHealed({})).toBe(false);
     expect(isHealed(null)).toBe(false);

@@ -161,6 +161,6 @@ describe("inputToolOptions", () => {
     const error = new Error("down");
     expect(options.cannedAnswer?.({ input: "q" }, error)).toEqual({ input: "q", error });
     const bare = inputToolOptions<ToolInput>(true, undefined);
-    expect(bare).toEqual({ readOnly: true, kind: "tool" });
+    expect(bare).toStrictEqual({ readOnly: true, kind: "tool" });
   });
 });
