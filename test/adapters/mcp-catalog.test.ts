@@ -1,14 +1,17 @@
 /**
- * The MCP adapter's tool catalog (where a tool's readOnlyHint comes from) and the connection
- * attributes and trace context a call carries, on their own.
+ * The MCP adapter's tool catalog (where a tool's readOnlyHint comes from), the connection
+ * attributes and trace context a call carries, and the span `attach` writes on, on their own.
  */
-import { context, propagation, trace } from "@opentelemetry/api";
+import { context, propagation, trace, type Span } from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { afterEach, describe, expect, it } from "vitest";
 import { catalogOf, ToolCatalog } from "../../src/adapters/mcp/catalog.js";
 import type { McpToolInfo } from "../../src/adapters/mcp/types.js";
+import { inMcpCallSpan } from "../../src/adapters/mcp/spans.js";
 import { connectionAttributes, withTraceContext } from "../../src/adapters/mcp/telemetry.js";
-import "../helpers/otel.js"; // the context manager: context.with activates a context
+import { recordingProvider } from "../helpers/otel.js";
+
+const otel = recordingProvider(); // and the context manager: context.with activates a context
 
 const tool = (name: string, readOnlyHint?: unknown): McpToolInfo =>
   ({
@@ -217,5 +220,58 @@ describe("withTraceContext", () => {
     });
     const kept = context.with(active, () => withTraceContext(params));
     expect(kept._meta).toEqual({ traceparent: "mine", progressToken: 1 });
+  });
+});
+
+describe("inMcpCallSpan: which active span attach may write on", () => {
+  const tracer = otel.provider.getTracer("mcp-instrumentation");
+  /** What `start` sees as the active span, run under `active` (or none). */
+  const seenUnder = (mode: "attach" | "child" | undefined, tool: string, active?: Span) => {
+    const run = () => inMcpCallSpan(mode, tool, () => trace.getActiveSpan());
+    return active ? context.with(trace.setSpan(context.active(), active), run) : run();
+  };
+
+  it("another instrumentation's span of this very call: by its name, or by its MCP attributes; once", () => {
+    const byName = tracer.startSpan("tools/call search");
+    expect(seenUnder("attach", "search", byName)).toBe(byName);
+    // A second call under the same span does not write on it again.
+    const again = seenUnder("attach", "search", byName);
+    expect(again).not.toBe(byName);
+    expect(again?.spanContext().spanId).toBe(byName.spanContext().spanId);
+    const byAttributes = tracer.startSpan("rpc", {
+      attributes: { "mcp.method.name": "tools/call", "gen_ai.tool.name": "search" },
+    });
+    expect(seenUnder("attach", "search", byAttributes)).toBe(byAttributes);
+  });
+
+  it("any other span is shown as a non-recording copy: the call opens its own under it", () => {
+    const cases = [
+      tracer.startSpan("tools/call other"),
+      tracer.startSpan("rpc", {
+        attributes: { "mcp.method.name": "tools/call", "gen_ai.tool.name": "other" },
+      }),
+      tracer.startSpan("rpc", {
+        attributes: { "mcp.method.name": "tools/list", "gen_ai.tool.name": "search" },
+      }),
+      tracer.startSpan("GET /orders"),
+      trace.wrapSpanContext({
+        traceId: "0af7651916cd43dd8448eb211c80319c",
+        spanId: "b7ad6b7169203331",
+        traceFlags: 1,
+      }),
+    ];
+    for (const active of cases) {
+      const seen = seenUnder("attach", "search", active);
+      expect(seen).not.toBe(active);
+      expect(seen?.isRecording()).toBe(false);
+      expect(seen?.spanContext().spanId).toBe(active.spanContext().spanId);
+    }
+  });
+
+  it("child (or no mode) runs under the active span as it is; no active span, nothing to attach to", () => {
+    const request = tracer.startSpan("tools/call search");
+    expect(seenUnder("child", "search", request)).toBe(request);
+    expect(seenUnder(undefined, "search", request)).toBe(request);
+    expect(seenUnder("attach", "search")).toBeUndefined();
   });
 });
