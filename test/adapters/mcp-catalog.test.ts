@@ -172,6 +172,15 @@ describe("connectionAttributes", () => {
       [{ terminateSession: () => undefined }, "tcp"],
       [{ _url: new URL("ws://127.0.0.1/") }, "tcp"],
       [{ _url: "ws://127.0.0.1/" }, undefined],
+      [{ finishAuth: "later" }, undefined],
+      [
+        Object.defineProperty({}, "finishAuth", {
+          get() {
+            throw new Error("no");
+          },
+        }),
+        undefined,
+      ],
     ];
     for (const [transport, kind] of cases)
       expect(connectionAttributes({ ...base, transport } as never)["network.transport"]).toBe(kind);

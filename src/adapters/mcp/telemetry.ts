@@ -8,10 +8,10 @@ import {
 } from "../../telemetry/conventions.js";
 import type { McpClientShape, McpToolCall, McpTransportShape } from "./types.js";
 
-function has(value: object, key: string, type: "function" | "object"): boolean {
+/** Whether `value[key]` is a function (a getter that throws reads as no). */
+function hasMethod(value: object, key: string): boolean {
   try {
-    const v = (value as Record<string, unknown>)[key];
-    return type === "function" ? typeof v === "function" : typeof v === "object" && v !== null;
+    return typeof (value as Record<string, unknown>)[key] === "function";
   } catch {
     return false;
   }
@@ -27,10 +27,9 @@ function has(value: object, key: string, type: "function" | "object"): boolean {
 function networkTransport(transport: McpTransportShape | undefined): string | undefined {
   if (typeof transport !== "object") return undefined;
   const ctor = (transport as { constructor?: unknown }).constructor;
-  if (typeof ctor === "function" && has(ctor, "createLinkedPair", "function")) return "memory";
+  if (typeof ctor === "function" && hasMethod(ctor, "createLinkedPair")) return "memory";
   if ("stderr" in transport && "pid" in transport) return "pipe";
-  if (has(transport, "finishAuth", "function") || has(transport, "terminateSession", "function"))
-    return "tcp";
+  if (hasMethod(transport, "finishAuth") || hasMethod(transport, "terminateSession")) return "tcp";
   if ((transport as { _url?: unknown })._url instanceof URL) return "tcp";
   return undefined;
 }
