@@ -159,6 +159,10 @@ describe("what a call sends", () => {
     expect(first?.params._meta).toEqual({ "selfheal/idempotency-key": "order-7" });
     expect(first?.schema).toBe(schema);
     expect(second?.params._meta).toEqual({ "selfheal/idempotency-key": "mine" });
+    // A read (no key) is sent without a _meta it did not have.
+    const reads = new FakeClient([{ name: "search", annotations: { readOnlyHint: true } }]);
+    await heal(sh, reads, { propagateContext: false }).callTool({ name: "search", arguments: {} });
+    expect(reads.sent()[0]?.params).toStrictEqual({ name: "search", arguments: {} });
   });
 });
 
@@ -217,12 +221,14 @@ describe("a call aborted while the tools are listed", () => {
     }
   });
 
-  it("a listing that fails on the way rejects the call with the SDK's error, nothing sent", async () => {
-    const { sh } = recoveryInstance(otel.provider, NO_RECOVERY);
-    const broken = new Error("EPIPE");
-    const client = new FakeClient([], () => Promise.reject(broken));
-    const healed = heal(sh, client);
-    await expect(healed.callTool({ name: "x", arguments: {} })).rejects.toBe(broken);
-    expect(client.sent()).toEqual([]);
+  it("a listing that fails on the way rejects the call with the SDK's error (1.x and v2), nothing sent", async () => {
+    for (const Client of [FakeClient, FakeV2Client]) {
+      const { sh } = recoveryInstance(otel.provider, NO_RECOVERY);
+      const broken = new Error("EPIPE");
+      const client = new Client([], () => Promise.reject(broken));
+      const healed = heal(sh, client);
+      await expect(healed.callTool({ name: "x", arguments: {} })).rejects.toBe(broken);
+      expect(client.sent()).toEqual([]);
+    }
   });
 });
