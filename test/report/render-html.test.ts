@@ -41,23 +41,24 @@ const TIME_LABELS =
   '<text x="880.0" y="196" class="tick" text-anchor="end">2026-01-01 06:00 UTC</text>';
 
 describe("renderHtml", () => {
-  const html = renderHtml(sampleReview);
+  /** Rendered in each test, not once for all: a mutant is then seen by the tests that read the page. */
+  const html = (): string => renderHtml(sampleReview);
 
   it("a self-contained page", () => {
-    expect(html.startsWith('<!doctype html>\n<html lang="en"><head><meta charset="utf-8">')).toBe(
+    expect(html().startsWith('<!doctype html>\n<html lang="en"><head><meta charset="utf-8">')).toBe(
       true,
     );
-    expect(html).toContain("<title>selfheal recovery review</title>");
-    expect(html).not.toMatch(/<script|<link|src=|https?:/);
-    expect(html.endsWith("</body></html>\n")).toBe(true);
+    expect(html()).toContain("<title>selfheal recovery review</title>");
+    expect(html()).not.toMatch(/<script|<link|src=|https?:/);
+    expect(html().endsWith("</body></html>\n")).toBe(true);
   });
 
   it("every section of a full review, in order", () => {
-    expect(ids(html)).toEqual(ALL_SECTIONS);
+    expect(ids(html())).toEqual(ALL_SECTIONS);
   });
 
   it("the top: the period in the zone, the zone said, the lines left out named", () => {
-    expect(body(html).split("\n").slice(0, 4)).toEqual([
+    expect(body(html()).split("\n").slice(0, 4)).toEqual([
       "<body>",
       "<h1>Recovery review</h1>",
       '<p class="sub">2026-01-01 00:00 UTC to 2026-01-01 08:00 UTC. Times in UTC. 6 incidents.</p>',
@@ -67,7 +68,7 @@ describe("renderHtml", () => {
   });
 
   it("the headline: one card per figure, rounded, no comparison without a previous period", () => {
-    expect(sectionOf(html, "headline")).toBe(
+    expect(sectionOf(html(), "headline")).toBe(
       '<section id="headline"><h2>Headline</h2>\n<div class="cards">' +
         card("6", "incidents") +
         card("50.0%", "auto-recovery rate") +
@@ -79,13 +80,13 @@ describe("renderHtml", () => {
         card("$0.2500", "spend per incident") +
         "</div>\n</section>",
     );
-    expect(html).not.toMatch(/class="was"|incidents change|Compared with/);
+    expect(html()).not.toMatch(/class="was"|incidents change|Compared with/);
   });
 
   it("incidents over time: bars stacked by pattern, scaled to the highest, quiet bars empty", () => {
     const rect = (x: string, y: string, h: string, fill: string, title: string) =>
       `<rect x="${x}" y="${y}" width="207.0" height="${h}" fill="${fill}"><title>${title}</title></rect>`;
-    expect(sectionOf(html, "over-time")).toBe(
+    expect(sectionOf(html(), "over-time")).toBe(
       [
         '<section id="over-time"><h2>Incidents over time</h2>',
         "<figure><figcaption>Incidents per 2 hours, by pattern (highest bar 3)</figcaption>",
@@ -106,7 +107,7 @@ describe("renderHtml", () => {
   });
 
   it("recovery over time: a line per figure, a gap where a bar had no incident", () => {
-    const s = sectionOf(html, "recovery-over-time") ?? "";
+    const s = sectionOf(html(), "recovery-over-time") ?? "";
     // Rate: 2/3, none, 1/2, 0 of a 0-100 % axis; each point in its bar's middle.
     expect(s).toContain(
       `${AXIS("100.0%")}<path d="M152.0 60.0 M568.0 90.0 L776.0 180.0" fill="none" stroke="${GREEN}" stroke-width="2"></path>` +
@@ -122,7 +123,7 @@ describe("renderHtml", () => {
   });
 
   it("the MTTR histogram: a bar per bin, scaled to the fullest, percentiles marked in their bin", () => {
-    const s = sectionOf(html, "mttr") ?? "";
+    const s = sectionOf(html(), "mttr") ?? "";
     expect(s).toContain(
       "<figcaption>MTTR of recovered calls: 3 recoveries per bin of seconds, percentiles marked</figcaption>",
     );
@@ -143,7 +144,7 @@ describe("renderHtml", () => {
   it("per agent and per tool: one row each, figures rounded, n/a with no recovery", () => {
     const head =
       '<table class="breakdown"><thead><tr><th>WHAT</th><th>incidents</th><th>auto-recovered</th><th>MTTR p50</th><th>MTTR p90</th><th>spend</th><th>UNKNOWN share</th></tr></thead><tbody>';
-    expect(sectionOf(html, "agents")).toBe(
+    expect(sectionOf(html(), "agents")).toBe(
       [
         '<section id="agents"><h2>Per agent</h2>',
         head.replace("WHAT", "agent"),
@@ -153,7 +154,7 @@ describe("renderHtml", () => {
         "</section>",
       ].join("\n"),
     );
-    expect(sectionOf(html, "tools")).toBe(
+    expect(sectionOf(html(), "tools")).toBe(
       [
         '<section id="tools"><h2>Per tool</h2>',
         head.replace("WHAT", "tool"),
@@ -169,7 +170,7 @@ describe("renderHtml", () => {
   });
 
   it("the unrecovered incidents: each kind with its count, first and last seen, what was tried", () => {
-    expect(sectionOf(html, "unrecovered")).toBe(
+    expect(sectionOf(html(), "unrecovered")).toBe(
       [
         '<section id="unrecovered"><h2>Escalations and pages: incidents not recovered</h2>',
         "<p>3 incidents were not recovered (escalated to a human, failed, or stopped by the budget), of 2 kinds (the same error on the same tool, ended the same way):</p>",
@@ -198,7 +199,7 @@ describe("renderHtml", () => {
   });
 
   it("outcomes and strategies, each outcome in its colour", () => {
-    expect(sectionOf(html, "outcomes")).toBe(
+    expect(sectionOf(html(), "outcomes")).toBe(
       [
         '<section id="outcomes"><h2>Outcomes and strategies</h2>',
         '<table class="outcomes"><thead><tr><th>outcome</th><th>incidents</th><th>share</th><th>p50 duration</th><th>p90 duration</th></tr></thead><tbody>',
@@ -216,7 +217,7 @@ describe("renderHtml", () => {
   });
 
   it("the watchdog: tiers, verdicts, give-ups, and each run with what it saw and did", () => {
-    expect(sectionOf(html, "watchdog")).toBe(
+    expect(sectionOf(html(), "watchdog")).toBe(
       [
         '<section id="watchdog"><h2>Watchdog: long runs (2 sessions)</h2>',
         '<table class="watchdog"><thead><tr><th>tier</th><th>runs</th><th>recovered</th><th>failed</th><th>success</th></tr></thead><tbody>',
@@ -234,7 +235,7 @@ describe("renderHtml", () => {
   });
 
   it("the suggested rules: each with its evidence and match, then the templates left to a person", () => {
-    expect(sectionOf(html, "suggested-rules")).toBe(
+    expect(sectionOf(html(), "suggested-rules")).toBe(
       [
         '<section id="suggested-rules"><h2>Suggested rules for the UNKNOWN errors</h2>',
         '<p>3 UNKNOWN errors grouped into templates; 1 proposed as rules. Apply them: <code>selfheal report LOG --suggest-rules rules.json</code>, review the file, then <code>createSelfHealing({ diagnosis: { ruleFile: "rules.json" } })</code>.</p>',
@@ -258,7 +259,7 @@ describe("renderHtml", () => {
   });
 
   it("the suggested thresholds: changes first, the rest folded, then the config to apply", () => {
-    const section = sectionOf(html, "suggested-thresholds") ?? "";
+    const section = sectionOf(html(), "suggested-thresholds") ?? "";
     const [changes, folded] = section.split("<details>");
     // The latency change: what the current setting did (red: missed), what the proposal would do.
     expect(changes).toContain(
@@ -318,16 +319,16 @@ describe("renderHtml", () => {
   });
 
   describe("against the previous period", () => {
-    const compared = renderHtml(sampleReview, { previous: previousReview });
+    const compared = (): string => renderHtml(sampleReview, { previous: previousReview });
 
     it("the periods compared are said at the top", () => {
-      expect(compared).toContain(
+      expect(compared()).toContain(
         '<p class="sub">2026-01-01 00:00 UTC to 2026-01-01 08:00 UTC. Times in UTC. Compared with 2025-12-31 16:00 UTC to 2026-01-01 00:00 UTC. 6 incidents.</p>',
       );
     });
 
     it("each headline card shows the previous figure and the change, green better, red worse", () => {
-      expect(sectionOf(compared, "headline")).toBe(
+      expect(sectionOf(compared(), "headline")).toBe(
         '<section id="headline"><h2>Headline, with the change from the previous period</h2>\n<div class="cards">' +
           card("6", "incidents", ["8", GREEN, "-2 (-25.0%)"]) +
           card("50.0%", "auto-recovery rate", ["25.0%", GREEN, "+25.0 pt"]) +
@@ -342,13 +343,13 @@ describe("renderHtml", () => {
     });
 
     it("per agent and per tool: the change of each incident count, 'new' for a name not seen before", () => {
-      const agents = sectionOf(compared, "agents") ?? "";
+      const agents = sectionOf(compared(), "agents") ?? "";
       expect(agents).toContain("<th>UNKNOWN share</th><th>incidents change</th></tr>");
       expect(agents).toContain(
         `<td>50.0%</td><td><span class="delta" style="color:${GREEN}">-1 (-20.0%)</span></td></tr>`,
       );
       expect(agents).toMatch(/<tr><td>writer<\/td>.*<td>new<\/td><\/tr>/);
-      const tools = sectionOf(compared, "tools") ?? "";
+      const tools = sectionOf(compared(), "tools") ?? "";
       expect(
         tools.match(new RegExp(`<span class="delta" style="color:${GREY}">=</span>`, "g")),
       ).toHaveLength(3);
@@ -554,15 +555,15 @@ describe("renderHtml of a hostile review: every text from the log escaped", () =
       unclassified: [{ template: evil("template"), samples: 1, examples: [] }],
     },
   };
-  const page = renderHtml(hostile, { previous: { ...hostile, byAgent: [] } });
+  const page = (): string => renderHtml(hostile, { previous: { ...hostile, byAgent: [] } });
   const shown = (what: string) =>
     `${what}&lt;script&gt;alert(1)&lt;/script&gt;\\x1b[2J\\x07\\r\\n\\u202e`;
 
   it("no tag, no control character reaches the page", () => {
-    expect(page).not.toMatch(/<script|<\/script/i);
-    for (const c of ["\u001b", "\u0007", "\r", "\u202e"]) expect(page).not.toContain(c);
+    expect(page()).not.toMatch(/<script|<\/script/i);
+    for (const c of ["\u001b", "\u0007", "\r", "\u202e"]) expect(page()).not.toContain(c);
     // The page's own newlines only: none inside a cell.
-    expect(page).not.toMatch(/<td>[^<]*\n/);
+    expect(page()).not.toMatch(/<td>[^<]*\n/);
   });
 
   it.each([
@@ -584,6 +585,6 @@ describe("renderHtml of a hostile review: every text from the log escaped", () =
     "example",
     "template",
   ])("%s is shown escaped", (what) => {
-    expect(page).toContain(shown(what));
+    expect(page()).toContain(shown(what));
   });
 });
