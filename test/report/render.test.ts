@@ -28,12 +28,13 @@ const log = [
 ].join("\n");
 
 describe("report output from a hostile log", () => {
-  const review = reviewText(log);
+  // Built in each test, not once at collection: a mutant is then seen by the tests that read it.
+  const review = () => reviewText(log);
 
   it("junk lines are counted and named, not fatal", () => {
-    expect(review.events).toBe(3);
-    expect(review.malformed).toBe(4);
-    expect(review.malformedSamples).toEqual([
+    expect(review().events).toBe(3);
+    expect(review().malformed).toBe(4);
+    expect(review().malformedSamples).toEqual([
       "line 4: at is not a time",
       "line 5: steps[0] is not a step",
       "line 6: costUsd is not a number",
@@ -42,7 +43,7 @@ describe("report output from a hostile log", () => {
   });
 
   it("terminal text: no control character, no forged line", () => {
-    const text = renderText(review);
+    const text = renderText(review());
     for (const c of [ESC, "\u0007", "\r", "\u202e"]) expect(text).not.toContain(c);
     expect(text).not.toMatch(/^Outcomes: recovered 999/m); // only the real Outcomes line starts one
     expect(text.match(/^Outcomes/gm)).toHaveLength(1);
@@ -59,12 +60,12 @@ describe("report output from a hostile log", () => {
     expect(html).not.toContain("<script>alert");
     expect(html).toContain("&lt;script&gt;");
     for (const c of [ESC, "\u0007", "\r", "\u202e"]) expect(html).not.toContain(c);
-    expect(renderHtml(review)).not.toContain("hunter22");
+    expect(renderHtml(review())).not.toContain("hunter22");
   });
 
   it("HTML has every section the terminal has, the outcome breakdown and skipped lines included", () => {
-    const html = renderHtml(review);
-    const text = renderText(review);
+    const html = renderHtml(review());
+    const text = renderText(review());
     // Each section of the terminal, and where the page has it.
     for (const [title, id, shown] of [
       ["Headline", "headline", '<div class="name">recovery spend</div>'],
@@ -160,11 +161,11 @@ describe("watchdog lines in the log (selfheal watch --event-log)", () => {
     watchdogLine({ kind: "launch" }),
     event({}),
   ].join("\n");
-  const review = reviewText(watchdogLog);
+  const review = () => reviewText(watchdogLog);
 
   it("counts each tier's runs and results, verdicts entered and give-ups, per session", () => {
-    expect(review.events).toBe(1);
-    expect(review.watchdog).toEqual({
+    expect(review().events).toBe(1);
+    expect(review().watchdog).toEqual({
       events: 8,
       sessions: 2,
       verdicts: [
@@ -195,18 +196,18 @@ describe("watchdog lines in the log (selfheal watch --event-log)", () => {
   });
 
   it("a bad watchdog line is named, not counted", () => {
-    expect(review.malformedSamples).toEqual([
+    expect(review().malformedSamples).toEqual([
       "line 9: watchdog event: tier is not a string",
       'line 10: watchdog event: kind "launch" is not a watchdog event',
     ]);
   });
 
   it("the terminal and the HTML show the tiers", () => {
-    const text = renderText(review);
+    const text = renderText(review());
     expect(text).toContain("Watchdog: long runs (2 sessions)");
     expect(text).toMatch(/^context_reset\s+1\s+1\s+0\s+100\.0%$/m);
     expect(text).toContain("Gave up (restart intensity reached): 1");
-    const html = renderHtml(review);
+    const html = renderHtml(review());
     expect(html).toContain(
       '<td>context_reset</td><td>1</td><td><span style="color:#1a7f37">1</span></td><td><span style="color:#cf222e">0</span></td><td>100.0%</td>',
     );
