@@ -187,7 +187,8 @@ describe("call rollup lines", () => {
     await clock.advance(59_900);
     await a(undefined);
     await b(undefined);
-    expect(rollups(await linesOf(path))).toEqual([]); // the minute is still open
+    // The minute is still open. The log is written in the background: wait for its first line.
+    expect(rollups(await vi.waitFor(() => linesOf(path)))).toEqual([]);
     await clock.advance(100);
     await a(undefined); // 60.0 s: a new minute, the last one is written now
     await vi.waitFor(async () => {
