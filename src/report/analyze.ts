@@ -228,6 +228,29 @@ export function watchdogProblem(e: Record<string, unknown>): string | undefined 
   return undefined;
 }
 
+/**
+ * Why a parsed line is neither a recovery event nor a line with a `type` this version reads
+ * (watchdog, call rollup, settings), or undefined when it is one. Checked once per line, however
+ * many periods it is given to.
+ */
+export function valueProblem(value: unknown): string | undefined {
+  const type = lineType(value);
+  if (type === undefined) return eventProblem(value);
+  const e = value as Record<string, unknown>;
+  if (type !== "watchdog" && type !== "calls" && type !== "thresholds") {
+    // A newer version's line, or garbage: named, but never at length.
+    const shown = JSON.stringify(type);
+    return `type ${shown.length > 64 ? `${shown.slice(0, 63)}…` : shown} is not one this version reads`;
+  }
+  let problem: string | undefined;
+  if (!isFiniteNumber(e.at) || Math.abs(e.at) > MAX_TIME) problem = "at is not a time";
+  else if (type === "watchdog") problem = watchdogProblem(e);
+  else if (type === "calls") problem = callsProblem(e);
+  else problem = thresholdsProblem(e);
+  if (problem === undefined) return undefined;
+  return `${type === "watchdog" ? "watchdog event" : `${type} line`}: ${problem}`;
+}
+
 /** Tiers in the order the supervisor tries them; unknown ones (a newer version's) after. */
 const TIER_ORDER = ["nudge", "context_reset", "rotation"];
 const tierRank = (tier: string) => {
@@ -364,37 +387,27 @@ export class ReviewBuilder {
     }
     const value = parseLine(line);
     if (value === BLANK) return;
-    if (value === NOT_JSON) this.reject(where, "not JSON");
-    else this.addValue(value, where);
+    const problem = value === NOT_JSON ? "not JSON" : valueProblem(value);
+    if (problem !== undefined) this.reject(where, problem);
+    else this.addChecked(value);
+  }
+
+  /** Adds one parsed line: an event or a line with a `type`, else a complaint. */
+  addValue(value: unknown, where: Where): void {
+    const problem = valueProblem(value);
+    if (problem !== undefined) this.reject(where, problem);
+    else this.addChecked(value);
   }
 
   /**
-   * Adds one parsed line: an event or a watchdog line of the period, else (with `complain`) a
-   * complaint.
+   * Adds a line valueProblem found nothing wrong with: an event or watchdog line of the period, a
+   * call rollup, or settings in effect.
    */
-  addValue(value: unknown, where: Where, complain = true): void {
-    const type = lineType(value);
-    if (type !== undefined) {
-      this.addTyped(value as Record<string, unknown>, type, where, complain);
-      return;
-    }
-    const problem = eventProblem(value);
-    if (problem !== undefined) {
-      if (complain) this.reject(where, problem);
-    } else if (this.inPeriod((value as RecoveryEvent).at)) this.add(value as RecoveryEvent);
-  }
-
-  /** A line with a `type`: the watchdog's, a call rollup, or the settings in effect. */
-  private addTyped(e: Record<string, unknown>, type: unknown, where: Where, complain: boolean) {
-    const what = type === "watchdog" ? "watchdog event" : `${String(type)} line`;
-    let problem: string | undefined;
-    if (!isFiniteNumber(e.at) || Math.abs(e.at) > MAX_TIME) problem = "at is not a time";
-    else if (type === "watchdog") problem = watchdogProblem(e);
-    else if (type === "calls") problem = callsProblem(e);
-    else if (type === "thresholds") problem = thresholdsProblem(e);
-    else problem = `type ${JSON.stringify(type)} is not one this version reads`;
-    if (problem !== undefined) {
-      if (complain) this.reject(where, `${what}: ${problem}`);
+  addChecked(value: unknown): void {
+    const e = value as Record<string, unknown>;
+    const type = e.type;
+    if (type === undefined) {
+      if (this.inPeriod(e.at as number)) this.add(value as RecoveryEvent);
       return;
     }
     // Settings are in effect from their time on: those before the period count too.

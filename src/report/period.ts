@@ -2,7 +2,7 @@
  * The period a review covers (`--since`, `--until`) and the one before it (`--compare-previous`),
  * both reviewed in one pass over the log: each line is parsed once and given to both.
  */
-import { BLANK, MAX_TIME, NOT_JSON, parseLine, ReviewBuilder } from "./analyze.js";
+import { BLANK, MAX_TIME, NOT_JSON, parseLine, ReviewBuilder, valueProblem } from "./analyze.js";
 import { readCallsLine } from "./suggest-thresholds.js";
 import type { LineSink, Where } from "./read.js";
 
@@ -48,13 +48,14 @@ export class PeriodReviews implements LineSink {
     }
     const value = parseLine(line);
     if (value === BLANK) return;
-    if (value === NOT_JSON) {
-      this.current.reject(where, "not JSON");
+    // Checked once; a bad line is named once, in the period reviewed.
+    const problem = value === NOT_JSON ? "not JSON" : valueProblem(value);
+    if (problem !== undefined) {
+      this.current.reject(where, problem);
       return;
     }
-    this.current.addValue(value, where);
-    // A bad line is named once, in the period reviewed.
-    this.previous?.addValue(value, where, false);
+    this.current.addChecked(value);
+    this.previous?.addChecked(value);
   }
 
   reject(where: Where, problem: string): void {

@@ -37,14 +37,18 @@ export async function readInto(
   const where = () => (label === undefined ? `line ${lineNo}` : `${label} line ${lineNo}`);
   let parts: Buffer[] = [];
   let partBytes = 0;
-  let tooLong = false;
-  const endLine = (last: Buffer) => {
+  // Set by the closures below (the annotation keeps TypeScript from narrowing it to false).
+  let tooLong = false as boolean;
+  /** Ends the line whose last bytes are `buf[start, end)` (after any kept in `parts`). */
+  const endLine = (buf: Buffer, start: number, end: number) => {
     lineNo++;
-    if (tooLong) builder.reject(where, `longer than ${MAX_LINE_BYTES} bytes`);
-    else {
-      const bytes = parts.length ? Buffer.concat([...parts, last]) : last;
-      builder.addLine(bytes.toString("utf8"), where);
-    }
+    if (tooLong || partBytes + end - start > MAX_LINE_BYTES)
+      builder.reject(where, `longer than ${MAX_LINE_BYTES} bytes`);
+    else if (parts.length === 0)
+      // Decoded straight from the chunk: no Buffer object per line.
+      builder.addLine(buf.toString("utf8", start, end), where);
+    else
+      builder.addLine(Buffer.concat([...parts, buf.subarray(start, end)]).toString("utf8"), where);
     parts = [];
     partBytes = 0;
     tooLong = false;
@@ -65,14 +69,10 @@ export async function readInto(
     const buf = chunk as Buffer;
     let start = 0;
     for (let nl = buf.indexOf(NEWLINE, start); nl !== -1; nl = buf.indexOf(NEWLINE, start)) {
-      const piece = buf.subarray(start, nl);
-      if (tooLong || partBytes + piece.length > MAX_LINE_BYTES) {
-        tooLong = true;
-        endLine(Buffer.alloc(0));
-      } else endLine(piece);
+      endLine(buf, start, nl);
       start = nl + 1;
     }
     if (start < buf.length) keep(buf.subarray(start));
   }
-  if (partBytes > 0 || tooLong) endLine(Buffer.alloc(0));
+  if (partBytes > 0 || tooLong) endLine(Buffer.alloc(0), 0, 0);
 }

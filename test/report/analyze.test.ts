@@ -9,6 +9,7 @@ import {
   MTTR_BINS_SECONDS,
   ReviewBuilder,
   reviewText,
+  valueProblem,
   watchdogProblem,
 } from "../../src/report/analyze.js";
 import { event, eventFields, watchdogLine } from "./events.js";
@@ -193,6 +194,62 @@ describe("watchdogProblem: what a watchdog line is", () => {
     expect(watchdogProblem(full)).toBeUndefined();
     expect(watchdogProblem({ ...full, [key]: undefined })).toBe(`${key} is not a string`);
     expect(watchdogProblem({ ...full, [key]: 3 })).toBe(`${key} is not a string`);
+  });
+});
+
+describe("valueProblem: any parsed line, with or without a type", () => {
+  const calls = {
+    type: "calls",
+    at: T0,
+    agent: "a",
+    tool: "search",
+    ok: 3,
+    failed: 0,
+    llm: 0,
+    empty: 0,
+    latencyMs: { "60": 3 },
+  };
+  const thresholds = { type: "thresholds", at: T0, agent: "a", thresholds: {} };
+
+  it("an event, a watchdog line, a call rollup and settings have no problem", () => {
+    for (const value of [
+      eventFields(),
+      JSON.parse(watchdogLine({ kind: "gave_up", reason: "r" })),
+      calls,
+      thresholds,
+    ])
+      expect(valueProblem(value), JSON.stringify(value)).toBeUndefined();
+  });
+
+  it("a line with no type is judged as an event", () => {
+    expect(valueProblem(eventFields({ tool: 3 }))).toBe("tool is not a string");
+    expect(valueProblem([1])).toBe("not a JSON object");
+    expect(valueProblem(null)).toBe("not a JSON object");
+    expect(valueProblem("text")).toBe("not a JSON object");
+  });
+
+  it("a typed line's problem is prefixed with what it is", () => {
+    expect(valueProblem(JSON.parse(watchdogLine({ kind: "verdict" })))).toBe(
+      "watchdog event: verdict is not a string",
+    );
+    expect(valueProblem({ ...calls, tool: 1 })).toBe("calls line: tool is not a string");
+    expect(valueProblem({ ...thresholds, thresholds: 1 })).toBe(
+      "thresholds line: thresholds is not an object",
+    );
+    for (const value of [calls, thresholds, JSON.parse(watchdogLine({ kind: "gave_up" }))])
+      for (const at of [MAX_TIME + 1, "now", undefined])
+        expect(valueProblem({ ...value, at })).toMatch(
+          /^(calls line|thresholds line|watchdog event): at is not a time$/,
+        );
+  });
+
+  it("a type this version does not read is named, cut to 64 characters", () => {
+    expect(valueProblem({ type: "spans", at: T0 })).toBe(
+      'type "spans" is not one this version reads',
+    );
+    expect(valueProblem({ type: 7 })).toBe("type 7 is not one this version reads");
+    const long = valueProblem({ type: { nested: "x".repeat(10_000) } });
+    expect(long).toBe(`type {"nested":"${"x".repeat(52)}… is not one this version reads`);
   });
 });
 
