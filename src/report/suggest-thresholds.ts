@@ -319,7 +319,9 @@ export type CallsCounts = Omit<CallRollupLine, "type" | "latencyMs">;
 
 const JSON_STRING = String.raw`"((?:[^"\\\x00-\x1f]|\\.)*)"`;
 const COUNT = String.raw`(0|[1-9]\d{0,14})`;
-const PAIR = String.raw`"\d{1,3}":[1-9]\d{0,14}`;
+/** A bucket index up to MAX_BUCKET (400), leading zeros allowed as Number reads them. */
+const BUCKET = String.raw`(?:[0-3]\d{2}|400|\d{1,2})`;
+const PAIR = String.raw`"${BUCKET}":[1-9]\d{0,14}`;
 /**
  * A `calls` line exactly as the engine writes it (JSON.stringify: these keys in this order, no
  * space). Most lines of a log are rollups: read so, they cost a regex match instead of a parse.
@@ -365,7 +367,7 @@ function unquote(s: string): string | undefined {
 /**
  * A `calls` line in the engine's own form, read without JSON.parse: its counts and its buckets
  * (as their text). Undefined for any other line, or one that breaks a rule callsProblem checks
- * (a time past Date's range, more empty than LLM calls, a bucket past the last): those go the
+ * (a time past Date's range, more empty than LLM calls, a bucket past MAX_BUCKET): those go the
  * parsing way, which names the problem.
  */
 export function readCallsLine(
@@ -382,11 +384,6 @@ export function readCallsLine(
   const agent = unquote(m[2] ?? "");
   const tool = unquote(m[3] ?? "");
   if (at > maxTime || empty > llm || agent === undefined || tool === undefined) return undefined;
-  let highest = 0;
-  eachBucket(latency, (bucket) => {
-    highest = Math.max(highest, bucket);
-  });
-  if (highest > MAX_BUCKET) return undefined;
   return {
     counts: {
       at,

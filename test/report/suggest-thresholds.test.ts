@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { MAX_TIME, ReviewBuilder, reviewText } from "../../src/report/analyze.js";
 import { renderThresholdSuggestions } from "../../src/report/render-text.js";
 import {
+  callsProblem,
   readCallsLine,
   type SignalAdvice,
   type ThresholdSuggestions,
@@ -333,6 +334,17 @@ describe("--suggest-thresholds: the lines", () => {
     expect(read.thresholds.signals.map((a) => a.agent + "/" + a.tool)).toContain(
       'quo"te\\slash\u00e9/\u2028line',
     );
+  });
+
+  it("takes a bucket key on the fast path exactly when the parser takes it: 0 to 400", () => {
+    const good = callsLine(WEEK_START, "a", "t", { ok: 1, latencies: [100] });
+    const keys = Array.from({ length: 1000 }, (_, i) => [String(i), String(i).padStart(3, "0")]);
+    for (const key of new Set(keys.flat())) {
+      const line = good.replace(/"latencyMs":\{[^}]*\}/, `"latencyMs":{"${key}":1}`);
+      const parsed = callsProblem(JSON.parse(line) as Record<string, unknown>) === undefined;
+      expect(readCallsLine(line, MAX_TIME) !== undefined, key).toBe(parsed);
+      expect(parsed, key).toBe(Number(key) <= 400);
+    }
   });
 
   it("leaves every other form to the parser, which names what is wrong", () => {
