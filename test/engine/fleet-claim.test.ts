@@ -105,7 +105,10 @@ function worker(script: Answer[], whenFleetDown?: WhenFleetDown) {
 }
 
 /** Runs `promise` on the worker's virtual time; its value, or what it threw. */
-async function settle<T>(w: ReturnType<typeof worker>, promise: Promise<T>) {
+async function settle<T>(
+  w: ReturnType<typeof worker>,
+  promise: Promise<T>,
+): Promise<{ value?: T; error?: unknown }> {
   return w.clock.run(
     promise.then(
       (value) => ({ value }),
