@@ -12,7 +12,7 @@ import {
   type ToolCallEvent,
 } from "../../src/index.js";
 import type { VirtualClock } from "../../src/testing/index.js";
-import { recoveryInstance } from "../helpers/engine.js";
+import { NO_RECOVERY, recoveryInstance } from "../helpers/engine.js";
 import { recordingMeters, recordingProvider } from "../helpers/otel.js";
 
 /** A chunk of the fake model: a token, or the end with its finish reason. */
@@ -370,5 +370,134 @@ describe("sh.stream: limits and completion", () => {
     expect(items).toHaveLength(16);
     expect(await s.result).toMatchObject({ provider: "a", outcome: "success" });
     expect(circuits.at(-1)).toBe("a:closed");
+  });
+});
+
+describe("sh.stream: the caller, the span and the key", () => {
+  it("the caller's signal aborts the stream with its own reason, before or during it", async () => {
+    const { sh, clock } = setup(["a"]);
+    const model = fakeModel(clock, { a: [{ tokens: 50, gapMs: 100 }] });
+    const answer = sh.stream(
+      "chat",
+      { readOnly: true, provider: "a", format: FORMAT },
+      (_: string, ctx) => model.stream("a", ctx.signal),
+    );
+    const before = new AbortController();
+    before.abort(new Error("user left"));
+    const early = await drain(clock, answer("hi", { signal: before.signal }));
+    expect(early.items).toEqual([]);
+    expect((early.error as Error).message).toBe("user left");
+
+    const during = new AbortController();
+    const s = answer("hi", { signal: during.signal });
+    const reading = drain(clock, s);
+    await clock.advance(250); // a few tokens in
+    during.abort(new Error("user pressed stop"));
+    const { items, error } = await reading;
+    expect(items.length).toBeGreaterThan(0);
+    // The caller gave up: its own reason, not "interrupted after n chunks".
+    expect(isStreamInterruptedError(error)).toBe(false);
+    expect((error as Error).message).toBe("user pressed stop");
+    expect(model.log).toContain(`a#${String(model.calls.a)} closed`);
+  });
+
+  it("a stream's own failure says on the call span how far it got", async () => {
+    const { sh, clock, traces } = setup(["a"]);
+    const model = fakeModel(clock, { a: [{ tokens: 3, firstMs: 40, then: "cut" }] });
+    const answer = sh.stream(
+      "chat",
+      { readOnly: true, provider: "a", format: FORMAT },
+      (_: string, ctx) => model.stream("a", ctx.signal),
+    );
+    await drain(clock, answer("hi"));
+    const [span] = traces.named("agent.tool_call");
+    expect(span?.attributes).toMatchObject({
+      "selfheal.stream.chunks": 3,
+      "selfheal.stream.first_token_ms": 40,
+      "selfheal.call.outcome": "error",
+    });
+  });
+
+  it("a stream that failed before its first token names no first-token time; other errors add nothing", async () => {
+    const traces = recordingProvider();
+    // No recovery: the call ends with the stream's own error.
+    const { sh, clock } = recoveryInstance(traces.provider, {
+      providers: [{ name: "a" }],
+      plans: NO_RECOVERY.plans,
+    });
+    const answer = sh.stream(
+      "chat",
+      { readOnly: true, provider: "a", format: FORMAT, firstTokenMs: 100 },
+      async function* (_: string, ctx) {
+        await clock.sleep(1_000, ctx.signal);
+        yield { text: "late" };
+      },
+    );
+    await drain(clock, answer("hi"));
+    const broken = sh.stream(
+      "broken",
+      { readOnly: true, provider: "a", format: FORMAT },
+      async function* () {
+        await clock.sleep(10);
+        yield* [];
+        throw Object.assign(new Error("bad request"), { status: 400 });
+      },
+    );
+    await drain(clock, broken("hi"));
+    const [slow, bad] = traces.named("agent.tool_call");
+    expect(slow?.attributes["selfheal.stream.chunks"]).toBe(0);
+    expect(Object.hasOwn(slow?.attributes ?? {}, "selfheal.stream.first_token_ms")).toBe(false);
+    expect(Object.hasOwn(bad?.attributes ?? {}, "selfheal.stream.chunks")).toBe(false);
+  });
+
+  it("an answer without finish reason or token count leaves them off the span", async () => {
+    const { sh, clock, traces } = setup(["a"]);
+    const answer = sh.stream(
+      "chat",
+      {
+        readOnly: true,
+        provider: "a",
+        format: { read: () => ({ token: true, answer: true }), completion: "end" },
+      },
+      async function* () {
+        await clock.sleep(10);
+        yield* [{ text: "a" }, { text: "b" }];
+      },
+    );
+    const { error } = await drain(clock, answer("hi"));
+    expect(error).toBeUndefined();
+    const [span] = traces.named("agent.tool_call");
+    for (const key of ["gen_ai.response.finish_reasons", "gen_ai.usage.output_tokens"])
+      expect(Object.hasOwn(span?.attributes ?? {}, key), key).toBe(false);
+    expect(span?.attributes["selfheal.stream.chunks"]).toBe(2);
+  });
+
+  it("a keyed write's key function gets the caller's arguments; the same key streams once", async () => {
+    const { sh, clock } = setup(["a"]);
+    const keyed: unknown[] = [];
+    let sent = 0;
+    const answer = sh.stream(
+      "draft",
+      {
+        readOnly: false,
+        provider: "a",
+        format: FORMAT,
+        idempotencyKey: (args: { id: string }) => {
+          keyed.push(args);
+          return args.id;
+        },
+      },
+      async function* () {
+        sent++;
+        await clock.sleep(10);
+        yield* [{ text: "x" }, { finish: "stop" }];
+      },
+    );
+    const first = await drain(clock, answer({ id: "d1" }));
+    const again = await drain(clock, answer({ id: "d1" }));
+    expect(first.error).toBeUndefined();
+    expect(again.error).toBeUndefined();
+    expect(keyed).toEqual([{ id: "d1" }, { id: "d1" }]);
+    expect(sent).toBe(1);
   });
 });
