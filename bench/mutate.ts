@@ -43,7 +43,7 @@ const INCREMENTAL = new URL("bench/results/mutation-incremental/", ROOT);
 /** Files directly in src/ (the public entry, the clock, the errors) are measured as one group. */
 const TOP_LEVEL = "src/*.ts";
 const TARGET = 80;
-/** Source lines per Stryker run: a part takes minutes to about half an hour on 2 cores. */
+/** Most source lines per Stryker run: a part takes minutes to about an hour on 2 cores. */
 const PART_LINES = 800;
 
 type Status =
@@ -247,19 +247,23 @@ function sourcesOf(group: string): string[] {
 }
 
 /**
- * `files` cut, in order, into parts of about PART_LINES lines. Stryker writes its results only when
- * a run ends: run part by part, a long folder stopped midway keeps the parts it finished.
+ * `files` cut, in order, into parts of at most PART_LINES lines (a bigger file is a part of its
+ * own). Stryker writes its results only when a run ends: run part by part, a long folder stopped
+ * midway keeps the parts it finished.
  */
 function partsOf(files: string[]): string[][] {
   const parts: string[][] = [];
-  let lines = Infinity;
+  let lines = 0;
   for (const file of files) {
-    if (lines >= PART_LINES) {
-      parts.push([]);
-      lines = 0;
+    const size = readFileSync(new URL(file, ROOT), "utf8").split("\n").length;
+    const last = parts.at(-1);
+    if (last && lines + size <= PART_LINES) {
+      last.push(file);
+      lines += size;
+    } else {
+      parts.push([file]);
+      lines = size;
     }
-    parts.at(-1)?.push(file);
-    lines += readFileSync(new URL(file, ROOT), "utf8").split("\n").length;
   }
   return parts;
 }
