@@ -12,9 +12,8 @@ import {
   type SelfHealingOptions,
   type ToolCallEvent,
 } from "../../src/index.js";
-import type { Alert, Notifier } from "../../src/notify/index.js";
 import { thrownFault } from "../../src/testing/index.js";
-import { recoveryInstance } from "../helpers/engine.js";
+import { recordingPager, recoveryInstance } from "../helpers/engine.js";
 import { recordingProvider } from "../helpers/otel.js";
 
 const otel = recordingProvider();
@@ -186,16 +185,9 @@ describe("the recovery event and the call record", () => {
 
 describe("a task's budget that stops the plan", () => {
   it("escalates to a human: the notifier is sent the tool and pattern", async () => {
-    const alerts: Alert[] = [];
-    const notifier: Notifier = {
-      channel: "memory",
-      send: (alert) => {
-        alerts.push(alert);
-        return Promise.resolve();
-      },
-    };
+    const pages: string[] = [];
     const { sh, clock, events } = setup({
-      notifiers: [notifier],
+      notifiers: [recordingPager(pages)],
       // The retry is reserved at the route's price first: more than the budget.
       budgetUsd: 0.5,
       providers: [{ name: "p", usdPerCall: 0.6 }],
@@ -207,6 +199,6 @@ describe("a task's budget that stops the plan", () => {
     const out = await clock.run(t(undefined).catch((error: unknown) => error));
     expect(isRecoveryBudgetExhaustedError(out)).toBe(true);
     expect(onlyEvent(events).outcome).toBe("budget_exhausted");
-    expect(alerts.map((a) => a.title)).toEqual(["test-agent: search is failing (SERVICE_DOWN)"]);
+    expect(pages).toEqual(["test-agent: search is failing (SERVICE_DOWN)"]);
   });
 });
