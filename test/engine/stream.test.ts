@@ -12,7 +12,7 @@ import {
   type ToolCallEvent,
 } from "../../src/index.js";
 import type { VirtualClock } from "../../src/testing/index.js";
-import { NO_RECOVERY, recoveryInstance } from "../helpers/engine.js";
+import { configError, NO_RECOVERY, recoveryInstance } from "../helpers/engine.js";
 import { recordingMeters, recordingProvider } from "../helpers/otel.js";
 
 /** A chunk of the fake model: a token, or the end with its finish reason. */
@@ -342,6 +342,29 @@ describe("sh.stream: limits and completion", () => {
       /format/,
     );
     expect(() => sh.stream("v", { readOnly: true, bogus: 1 } as never, fn)).toThrow(/bogus/);
+  });
+
+  it("names the bad stream option exactly: the format, its completion, failOnFinish", () => {
+    const { sh } = setup(["a"]);
+    const fn = () => (async function* () {})();
+    const refusal = (options: object) =>
+      configError(() => sh.stream("s", { readOnly: true, ...options }, fn));
+    expect(refusal({ format: { completion: "end" } }).message).toBe(
+      'selfheal: invalid option `stream("s").options.format`: missing method read()',
+    );
+    const completion = refusal({ format: { read: () => ({}) } });
+    expect(completion.field).toBe('stream("s").options.format.completion');
+    expect(completion.message).toContain(
+      'expected "finish" (a finish reason completes the stream) or "end" (its end does)',
+    );
+    for (const failOnFinish of ["length", ["length", 3]]) {
+      const e = refusal({ failOnFinish });
+      expect(e.field).toBe('stream("s").options.failOnFinish');
+      expect(e.message).toMatch(/expected a list of finish reasons$/);
+    }
+    expect(() =>
+      sh.stream("ok", { readOnly: true, failOnFinish: ["length"], format: FORMAT }, fn),
+    ).not.toThrow();
   });
 
   it("a half-open probe of a stream may outlast probeTimeoutMs: its first-token limit bounds it", async () => {
