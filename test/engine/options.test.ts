@@ -1,4 +1,7 @@
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { resolveOptions } from "../../src/engine/options.js";
 import {
   createSelfHealing,
   isHumanEscalationRequiredError,
@@ -707,6 +710,48 @@ describe("createSelfHealing refuses a bad option, naming the field and the probl
       /expected a non-empty string/,
     ],
     [
+      "an eventLog object without a path",
+      { recovery: { eventLog: { maxBytes: 10 } } },
+      "recovery.eventLog.path",
+      /expected a non-empty string, got undefined/,
+    ],
+    [
+      "an eventLog key that is not one",
+      { recovery: { eventLog: { path: "/tmp/x.jsonl", keepFiles: 3 } } },
+      "recovery.eventLog.keepFiles",
+      /unknown option/,
+    ],
+    [
+      "an eventLog maxBytes of 0",
+      { recovery: { eventLog: { path: "/tmp/x.jsonl", maxBytes: 0 } } },
+      "recovery.eventLog.maxBytes",
+      /must be >= 1, got 0/,
+    ],
+    [
+      "an eventLog keeping 1,001 files",
+      { recovery: { eventLog: { path: "/tmp/x.jsonl", keep: 1001 } } },
+      "recovery.eventLog.keep",
+      /must be <= 1000, got 1001/,
+    ],
+    [
+      "an eventLog keeping 1.5 files",
+      { recovery: { eventLog: { path: "/tmp/x.jsonl", keep: 1.5 } } },
+      "recovery.eventLog.keep",
+      /expected an integer, got 1.5/,
+    ],
+    [
+      "an eventLog in a folder that does not exist",
+      { recovery: { eventLog: "/nonexistent-selfheal-dir/events.jsonl" } },
+      "recovery.eventLog",
+      /cannot write: folder \/nonexistent-selfheal-dir does not exist$/,
+    ],
+    [
+      "an eventLog object in a folder that does not exist",
+      { recovery: { eventLog: { path: "/nonexistent-selfheal-dir/events.jsonl", keep: 2 } } },
+      "recovery.eventLog",
+      /cannot write: folder \/nonexistent-selfheal-dir does not exist$/,
+    ],
+    [
       "random not a function",
       { recovery: { random: 0.5 } },
       "recovery.random",
@@ -1376,5 +1421,19 @@ describe("defaults and overrides, as behaviour shows them", () => {
       expect(warmups).toBe(1);
       await sh.close();
     });
+  });
+});
+
+describe("recovery.eventLog", () => {
+  const path = join(tmpdir(), `selfheal-options-${process.pid}.jsonl`);
+  const quiet = { warn: () => undefined };
+
+  it("a path alone rotates at 50 MiB and keeps 5 files; an object sets both", () => {
+    const resolve = (eventLog: unknown) =>
+      resolveOptions({ agent: "a", logger: quiet, recovery: { eventLog } as never }).recovery
+        .eventLog;
+    expect(resolve(path)).toEqual({ path, maxBytes: 50 * 1024 * 1024, keep: 5 });
+    expect(resolve({ path })).toEqual({ path, maxBytes: 50 * 1024 * 1024, keep: 5 });
+    expect(resolve({ path, maxBytes: 1_000, keep: 1 })).toEqual({ path, maxBytes: 1_000, keep: 1 });
   });
 });
