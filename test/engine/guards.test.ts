@@ -109,6 +109,83 @@ describe("a tool that throws HttpResponseError.from(res) without await", () => {
   });
 });
 
+describe("a thrown promise or thenable, at the edges", () => {
+  it("is said once per tool: two tools that make the mistake are each named", async () => {
+    const { sh, clock, warnings } = virtualInstance();
+    const make = (name: string) =>
+      sh.tool(name, { readOnly: true }, () => {
+        // eslint-disable-next-line @typescript-eslint/only-throw-error -- the mistake under test
+        throw Promise.resolve(Object.assign(new Error("bad"), { status: 400 }));
+      });
+    const [a, b] = [make("a"), make("b")];
+    for (const t of [a, b, a, b]) await clock.run(t(undefined)).catch(() => undefined);
+    expect(warnings.map((w) => /tool "(\w)"/.exec(w)?.[1])).toEqual(["a", "b"]);
+  });
+
+  it("a thenable that is not a Promise is adopted; its error is what the caller gets", async () => {
+    const { sh, clock } = virtualInstance();
+    const inner = Object.assign(new Error("bad request"), { status: 400 });
+    const t = sh.tool("a", { readOnly: true }, () => {
+      // eslint-disable-next-line @typescript-eslint/only-throw-error -- the mistake under test
+      throw {
+        then: (resolve: (v: unknown) => void) => {
+          resolve(inner);
+        },
+      };
+    });
+    await expect(clock.run(t(undefined))).rejects.toBe(inner);
+  });
+
+  it("resolving to selfheal's own error from another copy of the package counts as an error", async () => {
+    const { sh, clock } = virtualInstance();
+    const foreign = Object.assign(Object.create(null) as object, {
+      [Symbol.for("selfheal:error")]: true,
+      message: "from another copy",
+    });
+    const t = sh.tool("a", { readOnly: true }, () => {
+      // eslint-disable-next-line @typescript-eslint/only-throw-error -- the mistake under test
+      throw Promise.resolve(foreign);
+    });
+    await expect(clock.run(t(undefined))).rejects.toBe(foreign);
+  });
+
+  it("a value whose then cannot be read, or a plain string, stays what was thrown", async () => {
+    const { sh, clock } = virtualInstance();
+    const hostile = new Proxy(
+      {},
+      {
+        get: () => {
+          throw new Error("no reading me");
+        },
+      },
+    );
+    const t = sh.tool("a", { readOnly: true }, () => {
+      // eslint-disable-next-line @typescript-eslint/only-throw-error -- the mistake under test
+      throw hostile;
+    });
+    await expect(clock.run(t(undefined))).rejects.toBe(hostile);
+    const u = sh.tool("b", { readOnly: true }, () => {
+      // eslint-disable-next-line @typescript-eslint/only-throw-error -- the mistake under test
+      throw "then";
+    });
+    await expect(clock.run(u(undefined))).rejects.toBe("then");
+  });
+
+  it("one that settles after the attempt's timeout changes nothing: one call, one ending", async () => {
+    const { sh, clock } = virtualInstance();
+    const ends: string[] = [];
+    sh.on("tool-call", (e) => ends.push(e.outcome));
+    const t = sh.tool("a", { readOnly: true, timeoutMs: 1_000 }, () => {
+      // eslint-disable-next-line @typescript-eslint/only-throw-error -- the mistake under test
+      throw clock.sleep(3_000).then(() => new Error("late"));
+    });
+    const error = await clock.run(t(undefined), { stepMs: 100 }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: "ToolTimeoutError" });
+    await clock.advance(5_000);
+    expect(ends).toEqual(["error"]);
+  });
+});
+
 describe("a misspelt provider is refused, naming `providers`", () => {
   const declared = { recovery: { providers: [{ name: "openai" }, { name: "anthropic" }] } };
 
