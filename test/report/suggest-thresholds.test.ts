@@ -74,6 +74,30 @@ describe("--suggest-thresholds: latency", () => {
     );
     expect(text).toContain(`"baselineMs": ${pinned}`);
     expect(text).toContain('createSelfHealing({ agent: "support", health: {');
+    // The whole text: a renderer is judged on what it prints.
+    expect(text).toMatchInlineSnapshot(`
+      "Suggested thresholds: 1 tool signals and 0 stall limits to change, from 10080 rollup lines
+
+      Per tool (10-minute windows; incident: a recovery in it; quiet: none in it or next to it)
+      agent    tool         signal        samples  evidence                                                          current                          it did                             suggested                         would do
+      -------  -----------  ------------  -------  ----------------------------------------------------------------  -------------------------------  ---------------------------------  --------------------------------  -----------------------------------
+      support  (all tools)  success rate  302400   lowest quiet success rate 1.000                                   warning below 0.80               caught 0/0, alarmed 0/1008 quiet   no change                         the current setting does as well
+      support  search       success rate  302400   lowest quiet success rate 1.000                                   warning below 0.80               caught 0/0, alarmed 0/1008 quiet   no change                         the current setting does as well
+      support  search       P95 latency   302400   P95 245 ms before 2026-11-26T12:00:00.000Z, 490 ms after (x2.00)  learned baseline, warning at 3x  caught 0/504, alarmed 0/504 quiet  baseline 245 ms, warning at 1.2x  caught 504/504, alarmed 0/504 quiet
+        support/search P95 latency: P95 rose x2.00 and the learned baseline followed it: pin the baseline before it (if the new level is expected, keep the current setting)
+
+      Paste:
+      createSelfHealing({ agent: "support", health: {
+          "tools": {
+            "search": {
+              "latency": {
+                "baselineMs": 245,
+                "warningFactor": 1.2
+              }
+            }
+          }
+        } });"
+    `);
   });
 
   it("proposes no change on a steady week", () => {
@@ -293,6 +317,31 @@ describe("--suggest-thresholds: watchdog stall limits", () => {
     expect(text).toContain(
       "selfheal watch --stage-stall-ms think=10000 --stage-stall-ms tool_call=225000 ...",
     );
+    expect(text).toMatchInlineSnapshot(`
+      "Suggested thresholds: 0 tool signals and 2 stall limits to change, from 82 rollup lines
+
+      Watchdog stall limits per stage (from the durations of completed steps)
+      agent  stage      steps  p99      longest  current  slower than it  suggested  slower than it  why
+      -----  ---------  -----  -------  -------  -------  --------------  ---------  --------------  ---------------------------------------------------------------
+      night  rare       2      5.1 s    5.1 s    90.0 s   0               no change                  too few steps to judge (2 of 20)
+      night  think      200    2.5 s    2.5 s    120.0 s  0               10.0 s     0               the current limit is 12x the slowest steps: stalls found sooner
+      night  tool_call  200    149.3 s  149.3 s  90.0 s   120             225.0 s    0               120 steps took longer than the current limit: slow, not stuck
+
+      Paste:
+      new Supervisor({ agent: "night", limits: {"stageStallMs":{"think":10000,"tool_call":225000}}, ... });
+      selfheal watch --stage-stall-ms think=10000 --stage-stall-ms tool_call=225000 ..."
+    `);
+  });
+});
+
+describe("--suggest-thresholds as text", () => {
+  it("a log without rollup lines says where they come from", () => {
+    expect(renderThresholdSuggestions(suggest([]))).toMatchInlineSnapshot(`
+      "Suggested thresholds: 0 tool signals and 0 stall limits to change, from 0 rollup lines
+        The log has no call rollups ("type":"calls" lines): the engine writes them to recovery.eventLog once a minute; an older version did not.
+
+      No change proposed: the current settings fit the period."
+    `);
   });
 });
 
