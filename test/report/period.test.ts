@@ -51,6 +51,10 @@ describe("parseTime", () => {
     "2026-13-45",
     "2026-11-23Tnonsense",
     "1700000000000",
+    "7dx", // a span, then more
+    "x7d",
+    "2026-11-2", // a day of one digit: Date.parse would take it
+    "x2026-11-23",
   ])("anything else is not a time: %j", (value) => {
     expect(parseTime(value, BASE)).toBeUndefined();
   });
@@ -138,6 +142,29 @@ describe("PeriodReviews", () => {
     const reviews = new PeriodReviews(period, compare);
     expect(reviews.previous).toBeUndefined();
     expect(reviews.current).toBeInstanceOf(ReviewBuilder);
+  });
+
+  it("a call rollup goes to the period it is dated in, read without a parse", () => {
+    const calls = (ms: number) =>
+      JSON.stringify({
+        type: "calls",
+        at: ms,
+        agent: "a",
+        tool: "search",
+        ok: 3,
+        failed: 0,
+        llm: 0,
+        empty: 0,
+        latencyMs: { "60": 3 },
+      });
+    const { current, previous } = run([
+      calls(since + HOUR),
+      calls(since - HOUR),
+      calls(since - HOUR),
+    ]);
+    expect(current.thresholds.rollups).toBe(1);
+    expect(previous?.thresholds.rollups).toBe(2);
+    expect(run([calls(since + HOUR)], false).current.thresholds.rollups).toBe(1);
   });
 
   it("no period: every valid line is reviewed, none outside", () => {
