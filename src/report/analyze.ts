@@ -392,13 +392,6 @@ export class ReviewBuilder {
     else this.addChecked(value);
   }
 
-  /** Adds one parsed line: an event or a line with a `type`, else a complaint. */
-  addValue(value: unknown, where: Where): void {
-    const problem = valueProblem(value);
-    if (problem !== undefined) this.reject(where, problem);
-    else this.addChecked(value);
-  }
-
   /**
    * Adds a line valueProblem found nothing wrong with: an event or watchdog line of the period, a
    * call rollup, or settings in effect.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MAX_TIME, ReviewBuilder, reviewText } from "../../src/report/analyze.js";
+import { MAX_TIME, ReviewBuilder, reviewText, valueProblem } from "../../src/report/analyze.js";
 import { renderThresholdSuggestions } from "../../src/report/render-text.js";
 import {
   callsProblem,
@@ -350,7 +350,9 @@ describe("--suggest-thresholds: the lines", () => {
   const bothWays = (lines: string[]) => {
     const parsed = new ReviewBuilder();
     lines.forEach((l, i) => {
-      parsed.addValue(JSON.parse(l) as unknown, `line ${i + 1}`);
+      const value = JSON.parse(l) as unknown;
+      expect(valueProblem(value), `line ${i + 1}`).toBeUndefined();
+      parsed.addChecked(value);
     });
     return { read: reviewText(lines.join("\n")), parsed: parsed.review() };
   };
