@@ -178,20 +178,18 @@ describe("the simulated world: streamed answers on virtual time", () => {
 const streams = SCENARIOS.streams ?? expect.unreachable();
 
 describe("the streams scenario: selfheal's sh.stream against plain streaming readers", () => {
-  const runs = new Map<string, Promise<{ result: SimResult; calls: CallRecord[] }>>();
-  /** One run per policy, shared by the tests below (each takes about a second). */
-  const run = (policy: string) => {
-    let found = runs.get(policy);
-    if (!found) {
-      const calls: CallRecord[] = [];
-      const create = BASELINES[policy];
-      found = runScenario(streams, {
-        ...(create && { policy: { name: policy, create } }),
-        onCall: (c) => calls.push(c),
-      }).then((result) => ({ result, calls }));
-      runs.set(policy, found);
-    }
-    return found;
+  /**
+   * One run of the scenario under `policy`, made by each test itself: a run shared between tests
+   * would be credited by Stryker's per-test coverage to the first test only.
+   */
+  const run = async (policy: string): Promise<{ result: SimResult; calls: CallRecord[] }> => {
+    const calls: CallRecord[] = [];
+    const create = BASELINES[policy];
+    const result = await runScenario(streams, {
+      ...(create && { policy: { name: policy, create } }),
+      onCall: (c) => calls.push(c),
+    });
+    return { result, calls };
   };
 
   it("selfheal delivers every answer whole: no user-visible failure, no truncated answer, no page", async () => {
