@@ -87,6 +87,30 @@ describe("typoOf", () => {
     expect(typoOf("x".repeat(63), ["x".repeat(64)])).toBe("x".repeat(64));
   });
 
+  it("counts letters added or dropped at the start as edits too", () => {
+    expect(typoOf("XXstore", ["store"])).toBeUndefined(); // two dropped, 7 letters allow one
+    expect(typoOf("store", ["XXstore"])).toBeUndefined(); // two added, 5 letters allow one
+    expect(typoOf("Xstore", ["store"])).toBe("store");
+    expect(typoOf("store", ["Xstore"])).toBe("Xstore");
+    expect(typoOf("abcdefgh", ["XYZabcdefgh"])).toBeUndefined(); // three added: far apart
+    expect(typoOf("XYabcdefgh", ["abcdefgh"])).toBe("abcdefgh"); // two dropped, 10 letters
+  });
+
+  it("compares names up to 64 letters, either side", () => {
+    const x = (n: number) => "x".repeat(n);
+    expect(typoOf(x(64), [`${x(63)}y`])).toBe(`${x(63)}y`);
+    expect(typoOf(`${x(63)}y`, [x(64)])).toBe(x(64));
+    expect(typoOf(x(63), [x(65)])).toBeUndefined(); // the candidate is too long to compare
+    expect(typoOf(x(65), [x(63)])).toBeUndefined();
+  });
+
+  it("a swap counts once only between neighbours", () => {
+    expect(typoOf("acbde", ["abcde"])).toBe("abcde");
+    expect(typoOf("adcbe", ["abcde"])).toBeUndefined(); // b and d are not neighbours: two edits
+    expect(typoOf("ab", ["ba"])).toBeUndefined(); // too short to tell
+    expect(typoOf("eabcd", ["abcde"])).toBeUndefined(); // a rotation is two edits
+  });
+
   it("counts swaps, inserts, deletes and replaces anywhere in the word", () => {
     expect(typoOf("bacde", ["abcde"])).toBe("abcde"); // swap at the start
     expect(typoOf("abced", ["abcde"])).toBe("abcde"); // swap at the end
