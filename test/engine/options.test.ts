@@ -1127,8 +1127,34 @@ describe("a wrapped tool refuses bad per-call options before it runs", () => {
   it("per-call options that are not an object are named", async () => {
     const { sh } = virtualInstance();
     const t = sh.tool("lookup", { readOnly: true }, () => 1);
-    const error = await t(undefined, "fast" as never).catch((e: unknown) => e);
-    expect((error as SelfHealConfigError).field).toBe("lookup(args, options)");
+    for (const options of ["fast", null, [{ timeoutMs: 5 }], 5]) {
+      const error = await t(undefined, options as never).catch((e: unknown) => e);
+      expect((error as SelfHealConfigError).field, JSON.stringify(options)).toBe(
+        "lookup(args, options)",
+      );
+    }
+  });
+
+  it("attributes of each kind are taken; a non-finite number or a nested value is not", async () => {
+    const { sh } = virtualInstance();
+    const t = sh.tool("lookup", { readOnly: true }, () => 1);
+    const attributes = {
+      s: "x",
+      yes: true,
+      no: false,
+      n: 0,
+      list: ["a", "b"],
+      flags: [true],
+      sizes: [1, 2.5],
+      empty: [],
+    };
+    await expect(t(undefined, { attributes })).resolves.toBe(1);
+    for (const bad of [Infinity, Number.NaN, null, undefined, 1n, [["nested"]], [null]]) {
+      const error = await t(undefined, { attributes: { bad } } as never).catch((e: unknown) => e);
+      expect((error as SelfHealConfigError).field, String(bad)).toBe(
+        "lookup(args, options).attributes.bad",
+      );
+    }
   });
 
   it("valid per-call options reach the tool", async () => {
