@@ -51,27 +51,20 @@ describe("recordOnRoute", () => {
     expect(probe.told).toEqual(["record ok probe at 5", "cool 7000 at 5"]);
   });
 
-  it("wording alone switches nothing: no failure counted, no cooldown; a probe learnt nothing", async () => {
-    const d = await diagnose(
-      new Error("Service Unavailable: the upstream is down, try again later"),
-    );
-    expect(d.evidence).not.toBe("structured");
-    const plain = recordingBreaker();
-    recordOnRoute(plain.breaker, 5, d, false);
-    expect(plain.told).toEqual([]);
-    const probe = recordingBreaker();
-    recordOnRoute(probe.breaker, 5, d, true);
-    expect(probe.told).toEqual(["record failed probe at 5"]);
-  });
-
-  it("an error nobody recognises: nothing against the route; a probe that met it keeps away", async () => {
-    const d = await diagnose(new Error("flux capacitor misaligned"));
-    expect(d.pattern).toBe("UNKNOWN");
-    const plain = recordingBreaker();
-    recordOnRoute(plain.breaker, 5, d, false);
-    expect(plain.told).toEqual([]);
-    const probe = recordingBreaker();
-    recordOnRoute(probe.breaker, 5, d, true);
-    expect(probe.told).toEqual(["record failed probe at 5"]);
-  });
+  it.each([
+    ["wording alone", "Service Unavailable: the upstream is down, try again later"],
+    ["an error nobody recognises", "flux capacitor misaligned"],
+  ])(
+    "%s counts nothing against the route and cools nothing; a probe that met it keeps away",
+    async (_name, text) => {
+      const d = await diagnose(new Error(text));
+      expect(d.evidence).not.toBe("structured");
+      const plain = recordingBreaker();
+      recordOnRoute(plain.breaker, 5, d, false);
+      expect(plain.told).toEqual([]);
+      const probe = recordingBreaker();
+      recordOnRoute(probe.breaker, 5, d, true);
+      expect(probe.told).toEqual(["record failed probe at 5"]);
+    },
+  );
 });

@@ -13,6 +13,7 @@ import {
   watchdogProblem,
 } from "../../src/report/analyze.js";
 import { event, eventFields, watchdogLine } from "./events.js";
+import { callsLine } from "./rollups.js";
 
 /** Largest time a Date can hold, ms from the epoch. */
 const MAX_TIME = 8.64e15;
@@ -198,17 +199,10 @@ describe("watchdogProblem: what a watchdog line is", () => {
 });
 
 describe("valueProblem: any parsed line, with or without a type", () => {
-  const calls = {
-    type: "calls",
-    at: T0,
-    agent: "a",
-    tool: "search",
-    ok: 3,
-    failed: 0,
-    llm: 0,
-    empty: 0,
-    latencyMs: { "60": 3 },
-  };
+  const calls = JSON.parse(callsLine(T0, "a", "search", { ok: 3, latencies: [180] })) as Record<
+    string,
+    unknown
+  >;
   const thresholds = { type: "thresholds", at: T0, agent: "a", thresholds: {} };
 
   it("an event, a watchdog line, a call rollup and settings have no problem", () => {

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { ReviewBuilder } from "../../src/report/analyze.js";
 import { parseTime, PeriodReviews, type Period } from "../../src/report/period.js";
 import { event, watchdogLine } from "./events.js";
+import { callsLine } from "./rollups.js";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -145,18 +146,7 @@ describe("PeriodReviews", () => {
   });
 
   it("a call rollup goes to the period it is dated in, read without a parse", () => {
-    const calls = (ms: number) =>
-      JSON.stringify({
-        type: "calls",
-        at: ms,
-        agent: "a",
-        tool: "search",
-        ok: 3,
-        failed: 0,
-        llm: 0,
-        empty: 0,
-        latencyMs: { "60": 3 },
-      });
+    const calls = (ms: number) => callsLine(ms, "a", "search", { ok: 3, latencies: [180] });
     const { current, previous } = run([
       calls(since + HOUR),
       calls(since - HOUR),
