@@ -371,13 +371,62 @@ export function oneLine(text: string): string {
  */
 export function redact(text: string, maxLength = DEFAULT_MAX_TEXT_LENGTH): string {
   let out = text.length > maxLength + LOOKAHEAD ? text.slice(0, maxLength + LOOKAHEAD) : text;
+  if (mayHoldSecret(out)) out = redactSecrets(out);
+  out = escapeControl(out);
+  return out.length > maxLength ? `${out.slice(0, maxLength - 1)}…` : out;
+}
+
+/** Every pattern, pair and generic shape replaced. */
+export function redactSecrets(text: string): string {
+  let out = text;
   for (const [pattern, replacement] of PATTERNS)
     out = out.replace(pattern, replacement as (m: string, ...g: string[]) => string);
   out = redactPairs(out);
   for (const [pattern, replacement] of GENERIC)
     out = out.replace(pattern, replacement as (m: string, ...g: string[]) => string);
-  out = escapeControl(out);
-  return out.length > maxLength ? `${out.slice(0, maxLength - 1)}…` : out;
+  return out;
+}
+
+/** A mark one of the shapes needs: a pair's separator, an address, a PEM block, a scheme. */
+const SECRET_MARK = /[:=@]|-----BEGIN|bearer|basic|token|digest|bot/i;
+/**
+ * Run of characters every other shape is made of (keys, tokens, JWTs, hex, base64, webhook
+ * paths): the shortest such secret is 15 long (`xoxb-` and 10 more).
+ */
+const SHORTEST_RUN = 15;
+/** Digits of the shortest card number. */
+const CARD_DIGITS = 13;
+
+/**
+ * Whether `text` could hold a shape redactSecrets replaces: false only when it has none of
+ * SECRET_MARK, no run of SHORTEST_RUN key characters and fewer than CARD_DIGITS digits. Most error
+ * text ("timeout after 30000 ms") then skips some twenty regex passes: the event log's review
+ * redacts every unrecovered error of millions.
+ */
+export function mayHoldSecret(text: string): boolean {
+  if (SECRET_MARK.test(text)) return true;
+  let run = 0;
+  let digits = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    const digit = c >= 48 && c <= 57;
+    // [A-Za-z0-9_.+/~=-]
+    const key =
+      digit ||
+      (c >= 65 && c <= 90) ||
+      (c >= 97 && c <= 122) ||
+      c === 95 ||
+      c === 46 ||
+      c === 43 ||
+      c === 47 ||
+      c === 126 ||
+      c === 61 ||
+      c === 45;
+    if (!key) run = 0;
+    else if (++run >= SHORTEST_RUN) return true;
+    if (digit && ++digits >= CARD_DIGITS) return true;
+  }
+  return false;
 }
 
 /** A logger whose lines stay one line each and whose failures never reach the caller. */
