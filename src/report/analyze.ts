@@ -471,7 +471,7 @@ export class ReviewBuilder {
         const oldest = t.texts.keys().next().value;
         if (oldest !== undefined) t.texts.delete(oldest);
       }
-      this.suggester.add({ ...e, error: text });
+      this.suggester.add(e, text);
     }
     for (const s of e.steps) if (s.skipped == null) count(this.runs, s.strategy);
     if (e.outcome === "recovered" && typeof e.strategy === "string") count(this.wins, e.strategy);
@@ -481,14 +481,9 @@ export class ReviewBuilder {
   private keepUnrecovered(e: RecoveryEvent): void {
     this.unrecoveredTotal++;
     const error = this.redactOnce(e.error);
-    const tried: string[] = [];
     // Length-prefixed parts: a key that cannot collide, cheaper than JSON.stringify per event.
     let key = `${e.agent.length}:${e.agent}${e.tool.length}:${e.tool}${e.pattern}:${e.outcome}:${error.length}:${error}`;
-    for (const s of e.steps) {
-      if (s.skipped != null) continue;
-      tried.push(s.strategy);
-      key += `${s.strategy.length}:${s.strategy}`;
-    }
+    for (const s of e.steps) if (s.skipped == null) key += `${s.strategy.length}:${s.strategy}`;
     const group = this.unrecovered.get(key);
     if (group) {
       group.count++;
@@ -510,7 +505,7 @@ export class ReviewBuilder {
       pattern,
       outcome,
       error,
-      tried,
+      tried: e.steps.filter((s) => s.skipped == null).map((s) => s.strategy),
     });
     // The group seen least recently goes (a log is read in time order: the least recent one).
     if (this.unrecovered.size > UNRECOVERED_KEPT) {

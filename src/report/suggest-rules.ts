@@ -129,9 +129,10 @@ export class RuleSuggester {
   private readonly tallies = new Map<TemplateGroup, Tally>();
   private texts = 0;
 
-  add(s: UnknownSample): void {
+  /** `error`: the text to group, when not `s.error` (the event's raw text, redacted). */
+  add(s: UnknownSample, error = s.error): void {
     this.texts++;
-    const group = this.miner.add(s.error, s.at, { status: s.status, code: s.code });
+    const group = this.miner.add(error, s.at, { status: s.status, code: s.code });
     if (!group) return;
     let t = this.tallies.get(group);
     if (!t)

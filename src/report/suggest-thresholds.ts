@@ -138,6 +138,29 @@ class DenseBuckets {
     this.total += n;
   }
 
+  /**
+   * Adds each bucket and count of a `"57":3,"58":50` text (checked by CALLS_LINE): a loop over
+   * its characters, no match object per pair.
+   */
+  addText(text: string): void {
+    let bucket = 0;
+    let count = 0;
+    let inKey = true;
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      if (c >= 48 && c <= 57) {
+        if (inKey) bucket = bucket * 10 + c - 48;
+        else count = count * 10 + c - 48;
+      } else if (c === 58) inKey = false;
+      else if (c === 44) {
+        this.add(bucket, count);
+        bucket = count = 0;
+        inKey = true;
+      }
+    }
+    if (text.length > 0) this.add(bucket, count);
+  }
+
   /** The nearest-rank q-quantile as its bucket's point, or null when empty. */
   quantile(q: number): number | null {
     if (this.total === 0) return null;
@@ -330,28 +353,6 @@ const CALLS_LINE = new RegExp(
   String.raw`^\{"type":"calls","at":(0|[1-9]\d{0,15}),"agent":${JSON_STRING},"tool":${JSON_STRING},"ok":${COUNT},"failed":${COUNT},"llm":${COUNT},"empty":${COUNT},"latencyMs":\{((?:${PAIR})(?:,${PAIR})*)?\}\}$`,
 );
 /**
- * Calls `f` with each bucket and count of a `"57":3,"58":50` text (checked by CALLS_LINE): a
- * loop over its characters, no match object per pair.
- */
-function eachBucket(text: string, f: (bucket: number, count: number) => void): void {
-  let bucket = 0;
-  let count = 0;
-  let inKey = true;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c >= 48 && c <= 57) {
-      if (inKey) bucket = bucket * 10 + c - 48;
-      else count = count * 10 + c - 48;
-    } else if (c === 58) inKey = false;
-    else if (c === 44) {
-      f(bucket, count);
-      bucket = count = 0;
-      inKey = true;
-    }
-  }
-  if (text.length > 0) f(bucket, count);
-}
-/**
  * A string literal's content, unescaped (only a content with a backslash needs parsing);
  * undefined for a bad escape.
  */
@@ -527,7 +528,6 @@ export class ThresholdTally {
     return t;
   }
 
-  /** A `calls` line (checked by callsProblem). */
   /** A `calls` line (checked by callsProblem, or read by readCallsLine). */
   addCalls(c: CallsCounts, latency: Readonly<Record<string, number>> | string): void {
     this.rollups++;
@@ -551,11 +551,7 @@ export class ThresholdTally {
     const buckets = w.latency;
     if (typeof latency !== "string")
       for (const [bucket, n] of Object.entries(latency)) buckets.add(Number(bucket), n);
-    else {
-      eachBucket(latency, (bucket, n) => {
-        buckets.add(bucket, n);
-      });
-    }
+    else buckets.addText(latency);
   }
 
   /** An incident of `tool` at `at`: its window is one the thresholds should flag. */

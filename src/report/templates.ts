@@ -118,7 +118,9 @@ export class TemplateMiner {
       bucket.push(group);
       this.groups.push(group);
     } else {
-      group.words = group.words.map((w, i) => (w === words[i] ? w : WILDCARD));
+      // A new list only when a word turns wild: most texts fit their template as it is.
+      if (group.words.some((w, i) => w !== words[i] && w !== WILDCARD))
+        group.words = group.words.map((w, i) => (w === words[i] ? w : WILDCARD));
       for (const [name, value] of group.shared)
         if (facts[name] !== value) group.shared.delete(name);
     }
