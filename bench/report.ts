@@ -7,7 +7,9 @@
  * (`--html`, `--suggest-rules`, `--suggest-thresholds`, a period with `--compare-previous`), and
  * measures its wall time
  * and peak RSS (`/usr/bin/time -v` when present, else VmHWM from /proc/PID/status, polled).
- * Target: flat memory (the biggest log's peak RSS within 1.5x the smallest's) at >= 100 MB/s.
+ * Target, as issue 28 puts it: the biggest log (1 GB) reviewed at >= 100 MB/s, with its peak RSS
+ * within 1.5x the smallest's (100 MB: the memory reference, whose speed is shown too; start-up and
+ * the closing work weigh more on it).
  * Beside it, the baseline: the same file read by the same line reader with a bare JSON.parse of
  * each line and nothing else, so the figure holds on a slower or busier machine as a ratio.
  *
@@ -295,31 +297,32 @@ try {
   await rm(dir, { recursive: true, force: true });
 }
 
-/** Per runtime: memory from the smallest log to the biggest, and the slowest speed. */
+/** Per runtime: memory from the smallest log to the biggest, and the biggest log's speed. */
 const verdicts = nodes.map(({ version }) => {
   const rows = results.filter((r) => r.node === version);
   const first = rows[0] as Row;
   const last = rows.at(-1) as Row;
   const memoryRatio = Math.round((last.peakRssMb / first.peakRssMb) * 100) / 100;
-  const minMbPerSecond = Math.min(...rows.map((r) => r.mbPerSecond));
   return {
     node: version,
     memoryRatio,
     flatMemory: memoryRatio <= 1.5,
-    minMbPerSecond,
-    fastEnough: minMbPerSecond >= 100,
+    biggestMb: last.sizeMb,
+    mbPerSecond: last.mbPerSecond,
+    fastEnough: last.mbPerSecond >= 100,
+    smallestMbPerSecond: first.mbPerSecond,
   };
 });
 const summary = {
   date: new Date().toISOString(),
   cpus: cpus().length,
   cpuModel: cpus()[0]?.model,
-  targets: { memoryRatio: 1.5, minMbPerSecond: 100 },
+  targets: { memoryRatio: 1.5, mbPerSecondAtBiggest: 100 },
   runs: results,
   verdicts,
 };
 await writeFile("bench/results/report.json", `${JSON.stringify(summary, null, 2)}\n`);
 for (const v of verdicts)
   console.log(
-    `${v.node}: peak RSS x${v.memoryRatio} from the smallest log to the biggest (target <= 1.5); slowest ${v.minMbPerSecond} MB/s (target >= 100)`,
+    `${v.node}: peak RSS x${v.memoryRatio} from the smallest log to the biggest (target <= 1.5); ${v.mbPerSecond} MB/s on ${v.biggestMb} MB (target >= 100; ${v.smallestMbPerSecond} MB/s on the smallest)`,
   );

@@ -1,5 +1,5 @@
 import type { RecoveryEvent } from "../engine/events.js";
-import { oneLine, redact } from "../telemetry/redact.js";
+import { mayHoldSecret, oneLine, redact } from "../telemetry/redact.js";
 import { BreakdownTally, type Breakdown } from "./breakdown.js";
 import { SeriesTally, type Series } from "./series.js";
 import { lineName, type Where } from "./read.js";
@@ -515,6 +515,10 @@ export class ReviewBuilder {
   }
 
   private redactOnce(raw: string): string {
+    // Plain short text costs redact one scan: only the rest is worth remembering (a cache of
+    // every distinct text would keep thousands alive long enough to burden the collector).
+    if (raw.length <= MAX_SAMPLE_LENGTH && !mayHoldSecret(raw))
+      return redact(raw, MAX_SAMPLE_LENGTH);
     let text = this.redacted.get(raw);
     if (text === undefined) {
       if (this.redacted.size >= REDACT_CACHE_SIZE) this.redacted.clear();
