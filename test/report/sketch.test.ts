@@ -80,3 +80,32 @@ describe("DurationSketch: the exact limit is the constructor's", () => {
     expect(Math.abs((s.quantile(0.5) ?? 0) - 2) / 2).toBeLessThan(0.005);
   });
 });
+
+describe("DurationSketch: folded values far out of the usual range", () => {
+  // The usual range (about 1 µs to 11 days) is an array; a value outside it, a map entry.
+  const rel = (a: number | null, b: number) => Math.abs((a ?? NaN) - b) / b;
+
+  it("keeps their order with the rest: each percentile within 0.5 %", () => {
+    const s = sketchOf([1e8, 0.5, 1e-9, 2e-9, 3e9], 2);
+    expect(rel(s.quantile(0.2), 1e-9)).toBeLessThan(0.005);
+    expect(rel(s.quantile(0.4), 2e-9)).toBeLessThan(0.005);
+    expect(rel(s.quantile(0.6), 0.5)).toBeLessThan(0.005);
+    expect(rel(s.quantile(0.8), 1e8)).toBeLessThan(0.005);
+    expect(rel(s.quantile(1), 3e9)).toBeLessThan(0.005);
+  });
+
+  it("counts them in their bins", () => {
+    expect(sketchOf([1e-9, 1e8, 1e8, 3], 2).histogram(EDGES)).toEqual([1, 0, 1, 0, 2]);
+  });
+
+  it("the array's two ends and the buckets just past them", () => {
+    // Half steps: each value well inside its bucket (γ^i with i = -1400 and 1399 are the ends).
+    const g = (e: number) => 1.01 ** e;
+    const values = [g(1399.5), g(-1400.5), g(1398.5), g(-1401.5)];
+    const s = sketchOf(values, 2);
+    const sorted = [...values].sort((a, b) => a - b);
+    for (const [k, v] of sorted.entries())
+      expect(rel(s.quantile((k + 1) / 4), v)).toBeLessThan(0.01);
+    expect(s.histogram([0])).toEqual([4]);
+  });
+});
