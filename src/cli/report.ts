@@ -5,8 +5,8 @@
 import { access, constants, stat, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { parseTime, PeriodReviews, type Period } from "../report/period.js";
-import { readInto } from "../report/read.js";
+import { parseTime, type Period } from "../report/period.js";
+import { ioProblem, reviewFiles } from "../report/review-files.js";
 import { renderHtml } from "../report/render-html.js";
 import {
   renderRuleSuggestions,
@@ -44,21 +44,6 @@ Options:
                             its incidents without false alarms on its quiet hours: the evidence,
                             then the config to paste
   -h, --help                this help`;
-
-/** An I/O failure as one line: the path and the error code, never a stack. */
-export function ioProblem(error: unknown): string {
-  const code = (error as NodeJS.ErrnoException).code;
-  const known: Record<string, string> = {
-    ENOENT: "no such file",
-    EISDIR: "is a folder",
-    EACCES: "permission denied",
-    EPERM: "permission denied",
-    ENOTDIR: "a part of the path is not a folder",
-  };
-  if (typeof code === "string")
-    return Object.hasOwn(known, code) ? `${known[code] ?? ""} (${code})` : code;
-  return error instanceof Error ? error.message : String(error);
-}
 
 /** `file`, preceded by its rotated files, oldest first: FILE.N ... FILE.1, FILE. */
 async function rotatedSet(file: string): Promise<string[]> {
@@ -206,16 +191,9 @@ export async function report(argv: string[]): Promise<void> {
     throw new UsageError("--html and --suggest-rules name the same file");
   const period = periodFlags(values, Date.now());
   const timeZone = zoneFlag(values.tz);
-  const reviews = new PeriodReviews(period, values["compare-previous"]);
-  for (const file of files) {
-    try {
-      await readInto(file, reviews, files.length > 1 ? oneLine(file) : undefined);
-    } catch (error) {
-      throw new UsageError(`cannot read ${file}: ${ioProblem(error)}`);
-    }
-  }
-  const review = reviews.current.review();
-  const previous = reviews.previous?.review();
+  const done = await reviewFiles({ files, period, comparePrevious: values["compare-previous"] });
+  if (!done.ok) throw new UsageError(`cannot read ${done.file}: ${done.problem}`);
+  const { review, previous } = done;
   if (review.events === 0 && review.watchdog.events === 0 && review.thresholds.rollups === 0) {
     const why = review.malformed
       ? `${review.malformed} lines, none a recovery event or rollup; ${review.malformedSamples[0] ?? ""}`

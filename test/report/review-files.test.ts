@@ -1,0 +1,91 @@
+/**
+ * reviewFiles: the review of a set of files, in a worker thread with a capped young generation
+ * (the built module, as the CLI runs it) or in this thread (from the sources). Both give the same
+ * review, which survives the copy between threads whole; a file that cannot be read is named.
+ */
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { reviewFiles, reviewFilesHere, type ReviewJob } from "../../src/report/review-files.js";
+import { event, watchdogLine } from "./events.js";
+import { callsLines, DAY, incidentLine, spread, stepsLine, WEEK_START } from "./rollups.js";
+import { sampleReview, previousReview } from "./sample-review.js";
+
+/** The built module, as `selfheal report` loads it (npm test builds dist/ first). */
+const BUILT = "../../dist/report/review-files.js";
+
+let dir: string;
+let files: string[];
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "selfheal-review-files-"));
+  // Two files with every kind of line: events (recovered, UNKNOWN, unrecovered), watchdog
+  // lines, call and step rollups, and one bad line each.
+  const week = [
+    ...callsLines("a", "search", WEEK_START, WEEK_START + DAY, () => ({
+      ok: 20,
+      latencies: spread(20, 100, 300),
+    })),
+    incidentLine(WEEK_START + 3_600_000, "a", "search"),
+    stepsLine(WEEK_START + 60_000, "a", "plan", [120, 130, 900]),
+    watchdogLine({ at: WEEK_START + 120_000, kind: "verdict", verdict: "stalled", reason: "x" }),
+  ];
+  const events = [
+    event({ at: WEEK_START + 10, pattern: "RATE_LIMIT", outcome: "recovered", durationMs: 800 }),
+    event({ at: WEEK_START + 20, error: "upstream said: flux misaligned (code 7)" }),
+    event({ at: WEEK_START + 2 * DAY, error: "timeout after 30000 ms", pattern: "TIMEOUT" }),
+  ];
+  files = [join(dir, "a.jsonl"), join(dir, "b.jsonl")];
+  await writeFile(files[0] as string, `${week.join("\n")}\nnot json\n`);
+  await writeFile(files[1] as string, `${events.join("\n")}\n{"at":"noon"}\n`);
+});
+
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const job = (over: Partial<ReviewJob> = {}): ReviewJob => ({
+  files,
+  period: { sinceMs: WEEK_START + DAY, untilMs: WEEK_START + 3 * DAY },
+  comparePrevious: true,
+  ...over,
+});
+
+describe("reviewFiles", () => {
+  it("in this thread: both periods, every file, the bad lines named by file", async () => {
+    const done = await reviewFilesHere(job());
+    if (!done.ok) throw new Error(done.problem);
+    expect(done.review.events).toBe(1);
+    expect(done.previous?.events).toBe(3);
+    expect(done.previous?.thresholds.rollups).toBeGreaterThan(1000);
+    expect(done.review.malformedSamples).toEqual([
+      `${files[0] ?? ""} line 1444: not JSON`,
+      `${files[1] ?? ""} line 4: at is not a time`,
+    ]);
+  });
+
+  it("in the built worker thread: the same review as in this thread", async () => {
+    const built = (await import(BUILT)) as { reviewFiles: typeof reviewFiles };
+    expect(await built.reviewFiles(job())).toEqual(await reviewFilesHere(job()));
+  });
+
+  it("from the sources (no built worker beside them): in this thread, the same review", async () => {
+    expect(await reviewFiles(job({ comparePrevious: false }))).toEqual(
+      await reviewFilesHere(job({ comparePrevious: false })),
+    );
+  });
+
+  it("a file that cannot be read: named with its problem, in the worker as here", async () => {
+    const missing = job({ files: [files[0] as string, join(dir, "gone.jsonl")] });
+    const expected = { ok: false, file: join(dir, "gone.jsonl"), problem: "no such file (ENOENT)" };
+    expect(await reviewFilesHere(missing)).toEqual(expected);
+    const built = (await import(BUILT)) as { reviewFiles: typeof reviewFiles };
+    expect(await built.reviewFiles(missing)).toEqual(expected);
+  });
+
+  it("a review with every section survives the copy between threads whole", () => {
+    for (const review of [sampleReview, previousReview])
+      expect(structuredClone(review)).toStrictEqual(review);
+  });
+});
