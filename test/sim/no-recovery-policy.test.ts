@@ -8,25 +8,11 @@ import { LLM_TIMEOUT_MS, PAYMENT_TIMEOUT_MS } from "../../src/sim/policy.js";
 import { noRecoveryPolicy } from "../../src/sim/no-recovery-policy.js";
 import type { Fault, Scenario } from "../../src/sim/scenarios.js";
 import { createWorld, type CallRecord } from "../../src/sim/world.js";
-
-const MIN = 60_000;
-const openai = { name: "openai", latencyMs: 800, usdPerCall: 0.002 };
-const anthropic = { name: "anthropic", latencyMs: 1_100, usdPerCall: 0.003 };
-const payments = { name: "payments", latencyMs: 200, usdPerCall: 0.0005 };
+import { anthropic, MIN, openai, payments, testScenario } from "./test-world.js";
 
 /** A world whose only fault (if any) is `fault` on `dependency` all along, and the policy in it. */
 function policyIn(fault?: Fault, dependency = "openai") {
-  const scenario: Scenario = {
-    name: "test",
-    description: "",
-    durationMs: 60 * MIN,
-    seed: 1,
-    agents: 1,
-    taskEveryMs: MIN,
-    llm: [openai, anthropic],
-    api: payments,
-    faults: fault ? [{ dependency, fromMs: 0, toMs: 60 * MIN, fault }] : [],
-  };
+  const scenario = testScenario(fault, dependency, 60 * MIN, { llm: [openai, anthropic] });
   const record = createWorld(scenario, () => undefined);
   const policy = noRecoveryPolicy({ world: record.world, telemetry: {} });
   /** One call through `run`, settled with the clock moved 30 s; what it came to. */

@@ -4,9 +4,8 @@ import { runScenario, type SimResult } from "../../src/sim/run.js";
 import { SCENARIOS, type Fault, type Scenario } from "../../src/sim/scenarios.js";
 import { createWorld, type CallRecord, type StreamChunk } from "../../src/sim/world.js";
 
-const MIN = 60_000;
-const openai = { name: "openai", latencyMs: 800, usdPerCall: 0.002 };
-const payments = { name: "payments", latencyMs: 200, usdPerCall: 0.0005 };
+import { MIN, openai, testScenario } from "./test-world.js";
+
 /** Ten token events, 50 ms apart: a whole answer is "t0 t1 ... t9 ". */
 const TOKENS = 10;
 const WHOLE = Array.from({ length: TOKENS }, (_, i) => `t${i} `).join("");
@@ -16,18 +15,7 @@ function streamingWorld(
   fault?: Fault,
   stream: Scenario["stream"] | null = { tokens: TOKENS, tokenMs: 50 },
 ) {
-  const scenario: Scenario = {
-    name: "test",
-    description: "",
-    durationMs: 60 * MIN,
-    seed: 1,
-    agents: 1,
-    taskEveryMs: MIN,
-    llm: [openai],
-    api: payments,
-    ...(stream && { stream }),
-    faults: fault ? [{ dependency: "openai", fromMs: 0, toMs: Infinity, fault }] : [],
-  };
+  const scenario = testScenario(fault, "openai", Infinity, stream ? { stream } : {});
   const record = createWorld(scenario, () => undefined);
   const { world } = record;
   let n = 0;

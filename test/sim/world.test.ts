@@ -1,25 +1,13 @@
 import { describe, expect, it } from "vitest";
-import type { Fault, Scenario } from "../../src/sim/scenarios.js";
+import type { Fault } from "../../src/sim/scenarios.js";
 import { doubleCharges, pageKind, scoreCalls, wastedAttempts } from "../../src/sim/score.js";
 import { createWorld, type AttemptRecord, type CallRecord } from "../../src/sim/world.js";
 
-const MIN = 60_000;
-const openai = { name: "openai", latencyMs: 800, usdPerCall: 0.002 };
-const payments = { name: "payments", latencyMs: 200, usdPerCall: 0.0005 };
+import { MIN, openai, payments, testScenario } from "./test-world.js";
 
 /** A world whose only fault is `fault` on `dependency`, from the start to `toMs`. */
 function worldWith(fault: Fault, dependency = "payments", toMs = 60 * MIN) {
-  const scenario: Scenario = {
-    name: "test",
-    description: "",
-    durationMs: 60 * MIN,
-    seed: 1,
-    agents: 1,
-    taskEveryMs: MIN,
-    llm: [openai],
-    api: payments,
-    faults: [{ dependency, fromMs: 0, toMs, fault }],
-  };
+  const scenario = testScenario(fault, dependency, toMs);
   const record = createWorld(scenario, () => undefined);
   const begin = (id: string, op: CallRecord["op"] = "charge") => {
     record.calls.set(id, { id, op, startMs: record.world.elapsed(), attempts: [] });
