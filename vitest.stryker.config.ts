@@ -22,7 +22,8 @@ class QuickestFirst extends BaseSequencer {
  * The vitest config Stryker runs (`npm run mutate`); `npm test` keeps vitest.config.ts.
  *
  * Left out: suites that run the built dist/ or a child process (the CLI, the examples, the packed
- * tarball, the build itself, the Redis fault drills) and the bundle's suites that start the Go
+ * tarball, the build itself, the Redis fault drills, the built review worker) and the bundle's
+ * suites that start the Go
  * binaries (Collector, Prometheus, Alertmanager). Stryker switches mutants on inside the test
  * process and mutates src/, so the first can never kill a mutant, and the second would start a
  * Prometheus for every mutant they reach: what they check of src/ (metric names, conventions) the
@@ -42,6 +43,7 @@ export default defineConfig({
       "test/examples.test.ts",
       "test/package/**",
       "test/build.test.ts",
+      "test/report/review-worker.test.ts",
     ],
     // bench/mutate.ts names the suites that test the folder being mutated (STRYKER_TESTS).
     ...(process.env.STRYKER_TESTS ? { include: process.env.STRYKER_TESTS.split(",") } : {}),

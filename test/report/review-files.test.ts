@@ -1,7 +1,7 @@
 /**
- * reviewFiles: the review of a set of files, in a worker thread with a capped young generation
- * (the built module, as the CLI runs it) or in this thread (from the sources). Both give the same
- * review, which survives the copy between threads whole; a file that cannot be read is named.
+ * reviewFiles in this thread (from the sources): both periods over every file, a file that
+ * cannot be read named, and a review that survives the copy between threads whole (what the
+ * worker posts; review-worker.test.ts runs the built worker).
  */
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -11,9 +11,6 @@ import { reviewFiles, reviewFilesHere, type ReviewJob } from "../../src/report/r
 import { event, watchdogLine } from "./events.js";
 import { callsLines, DAY, incidentLine, spread, stepsLine, WEEK_START } from "./rollups.js";
 import { sampleReview, previousReview } from "./sample-review.js";
-
-/** The built module, as `selfheal report` loads it (npm test builds dist/ first). */
-const BUILT = "../../dist/report/review-files.js";
 
 let dir: string;
 let files: string[];
@@ -65,23 +62,19 @@ describe("reviewFiles", () => {
     ]);
   });
 
-  it("in the built worker thread: the same review as in this thread", async () => {
-    const built = (await import(BUILT)) as { reviewFiles: typeof reviewFiles };
-    expect(await built.reviewFiles(job())).toEqual(await reviewFilesHere(job()));
-  });
-
   it("from the sources (no built worker beside them): in this thread, the same review", async () => {
     expect(await reviewFiles(job({ comparePrevious: false }))).toEqual(
       await reviewFilesHere(job({ comparePrevious: false })),
     );
   });
 
-  it("a file that cannot be read: named with its problem, in the worker as here", async () => {
+  it("a file that cannot be read: named with its problem", async () => {
     const missing = job({ files: [files[0] as string, join(dir, "gone.jsonl")] });
-    const expected = { ok: false, file: join(dir, "gone.jsonl"), problem: "no such file (ENOENT)" };
-    expect(await reviewFilesHere(missing)).toEqual(expected);
-    const built = (await import(BUILT)) as { reviewFiles: typeof reviewFiles };
-    expect(await built.reviewFiles(missing)).toEqual(expected);
+    expect(await reviewFilesHere(missing)).toEqual({
+      ok: false,
+      file: join(dir, "gone.jsonl"),
+      problem: "no such file (ENOENT)",
+    });
   });
 
   it("a review with every section survives the copy between threads whole", () => {
