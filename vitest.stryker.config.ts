@@ -23,11 +23,10 @@ class QuickestFirst extends BaseSequencer {
  *
  * Left out: suites that run the built dist/ or a child process (the CLI, the examples, the packed
  * tarball, the build itself, the Redis fault drills, the built review worker) and the bundle's
- * suites that start the Go
- * binaries (Collector, Prometheus, Alertmanager). Stryker switches mutants on inside the test
- * process and mutates src/, so the first can never kill a mutant, and the second would start a
- * Prometheus for every mutant they reach: what they check of src/ (metric names, conventions) the
- * in-process suites check too. The CLI's in-process suites stay in. The property test runs 1,000
+ * suites that start the Go binaries (Collector, Prometheus, Alertmanager). Stryker switches
+ * mutants on inside the test process and mutates src/, so the first can never kill a mutant, and
+ * the second would start a Prometheus for every mutant they reach: what they check of src/
+ * (metric names, conventions) the in-process suites check too. The CLI's in-process suites stay in. The property test runs 1,000
  * fault sequences instead of 10,000: it covers most of recovery, so it runs for most mutants.
  */
 export default defineConfig({
