@@ -1,5 +1,5 @@
 import type { RecoveryEvent } from "../engine/events.js";
-import { mayHoldSecret, oneLine, redact } from "../telemetry/redact.js";
+import { cutText, escapeControl, mayHoldSecret, oneLine, redact } from "../telemetry/redact.js";
 import { BreakdownTally, type Breakdown } from "./breakdown.js";
 import { SeriesTally, type Series } from "./series.js";
 import { lineName, type Where } from "./read.js";
@@ -240,7 +240,7 @@ export function valueProblem(value: unknown): string | undefined {
   if (type !== "watchdog" && type !== "calls" && type !== "thresholds") {
     // A newer version's line, or garbage: named, but never at length.
     const shown = JSON.stringify(type);
-    return `type ${shown.length > 64 ? `${shown.slice(0, 63)}…` : shown} is not one this version reads`;
+    return `type ${cutText(shown, 64)} is not one this version reads`;
   }
   let problem: string | undefined;
   if (!isFiniteNumber(e.at) || Math.abs(e.at) > MAX_TIME) problem = "at is not a time";
@@ -515,10 +515,11 @@ export class ReviewBuilder {
   }
 
   private redactOnce(raw: string): string {
-    // Plain short text costs redact one scan: only the rest is worth remembering (a cache of
-    // every distinct text would keep thousands alive long enough to burden the collector).
+    // Plain short text needs no more than redact's first look: only the rest is worth
+    // remembering (a cache of every distinct text would keep thousands alive long enough to
+    // burden the collector).
     if (raw.length <= MAX_SAMPLE_LENGTH && !mayHoldSecret(raw))
-      return redact(raw, MAX_SAMPLE_LENGTH);
+      return cutText(escapeControl(raw), MAX_SAMPLE_LENGTH);
     let text = this.redacted.get(raw);
     if (text === undefined) {
       if (this.redacted.size >= REDACT_CACHE_SIZE) this.redacted.clear();

@@ -372,8 +372,12 @@ export function oneLine(text: string): string {
 export function redact(text: string, maxLength = DEFAULT_MAX_TEXT_LENGTH): string {
   let out = text.length > maxLength + LOOKAHEAD ? text.slice(0, maxLength + LOOKAHEAD) : text;
   if (mayHoldSecret(out)) out = redactSecrets(out);
-  out = escapeControl(out);
-  return out.length > maxLength ? `${out.slice(0, maxLength - 1)}…` : out;
+  return cutText(escapeControl(out), maxLength);
+}
+
+/** `text` cut to `maxLength` characters, an ellipsis marking the cut. */
+export function cutText(text: string, maxLength: number): string {
+  return text.length > maxLength ? `${text.slice(0, maxLength - 1)}…` : text;
 }
 
 /** Every pattern, pair and generic shape replaced. */
