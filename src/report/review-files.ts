@@ -65,6 +65,8 @@ export async function reviewFilesHere(job: ReviewJob): Promise<FilesReview> {
 export function reviewFiles(job: ReviewJob): Promise<FilesReview> {
   const script = new URL("./review-worker.js", import.meta.url);
   if (!existsSync(fileURLToPath(script))) return reviewFilesHere(job);
+  // Stryker disable all: only the built worker gets here (review-worker.test.ts, the CLI's spawn
+  // suites), where a mutant of the sources cannot be.
   return new Promise((resolve, reject) => {
     const worker = new Worker(script, {
       workerData: job,
@@ -77,4 +79,5 @@ export function reviewFiles(job: ReviewJob): Promise<FilesReview> {
       reject(new Error(`the review's worker thread exited (code ${code}) before it answered`));
     });
   });
+  // Stryker restore all
 }
