@@ -56,17 +56,17 @@ export class DurationSketch {
 
   /** The folded buckets with a count, in order: [index, count]. */
   private *buckets(): Generator<[number, number]> {
-    const below = [...this.sparse.keys()].sort((a, b) => a - b);
-    let k = 0;
-    for (; k < below.length && (below[k] as number) < DENSE_FROM; k++)
-      yield [below[k] as number, this.sparse.get(below[k] as number) ?? 0];
+    const sparse = [...this.sparse].sort((a, b) => a[0] - b[0]);
+    // The sparse buckets below the array, the array's, then the sparse ones above it.
+    const above = sparse.findIndex(([i]) => i >= DENSE_FROM);
+    const split = above === -1 ? sparse.length : above;
+    yield* sparse.slice(0, split);
     if (this.dense)
       for (let slot = 0; slot < DENSE_SIZE; slot++) {
         const n = this.dense[slot] ?? 0;
         if (n > 0) yield [slot + DENSE_FROM, n];
       }
-    for (; k < below.length; k++)
-      yield [below[k] as number, this.sparse.get(below[k] as number) ?? 0];
+    yield* sparse.slice(split);
   }
 
   /** The nearest-rank q-quantile (0 < q <= 1): the value of rank ⌈q·n⌉, or null when empty. */
