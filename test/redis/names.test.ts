@@ -2,7 +2,8 @@ import type { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
 import { createSelfHealing } from "../../src/index.js";
 import { readFleet, redisStore } from "../../src/redis/index.js";
-import { AgentKeys, decodeName, encodeName } from "../../src/redis/keys.js";
+import { SelfHealConfigError } from "../../src/errors.js";
+import { AgentKeys, checkPrefix, decodeName, encodeName } from "../../src/redis/keys.js";
 import { haveRedis, redisForSuite } from "../helpers/redis-server.js";
 
 const available = haveRedis("Redis key names");
@@ -94,6 +95,48 @@ describe("key names: encodeName and decodeName", () => {
     expect(decodeName("%zz%4")).toBe("%zz%4");
     expect(decodeName("%C0%80x")).toBe("%C0%80x"); // an overlong NUL is no character
     expect(decodeName("%ED%A0%80%41")).toBe("\uD800A");
+  });
+
+  it("decode each UTF-8 sequence beside a lone surrogate by its own rules (shortest form, up to U+10FFFF)", () => {
+    // The lone surrogate makes decodeURIComponent throw: the rest is decoded byte by byte.
+    const lone = "%ED%A0%80";
+    const cases: [string, string][] = [
+      ["%C3%A9", "\u00E9"], // 2 bytes
+      ["%C1%81", "%C1%81"], // overlong 2 bytes
+      ["%E2%82%AC", "\u20AC"], // 3 bytes
+      ["%E0%A0%80", "\u0800"], // the first 3-byte code point
+      ["%E0%80%80", "%E0%80%80"], // overlong 3 bytes (E0 needs A0 or more next)
+      ["%E2%82%41", "%E2%82A"], // a third byte that is no continuation
+      ["%E2%C3%A9", "%E2\u00E9"], // cut short by the next character
+      ["%F0%9F%98%80", "\u{1F600}"], // 4 bytes
+      ["%F0%90%80%80", "\u{10000}"], // the first 4-byte code point
+      ["%F0%80%80%80", "%F0%80%80%80"], // overlong 4 bytes (F0 needs 90 or more next)
+      ["%F4%8F%BF%BF", "\u{10FFFF}"], // the last code point
+      ["%F4%90%80%80", "%F4%90%80%80"], // past U+10FFFF
+      ["%F5%80%80%80", "%F5%80%80%80"], // no UTF-8 starts with F5
+    ];
+    for (const [bytes, text] of cases)
+      expect(decodeName(lone + bytes), bytes).toBe("\uD800" + text);
+  });
+
+  it("take a prefix of 1-64 plain characters, and name any other in the error, cut", () => {
+    for (const prefix of ["a", "selfheal", "prod.eu-1_b", "x".repeat(64)])
+      expect(checkPrefix(prefix)).toBe(prefix);
+    const refusal = (prefix: unknown) => {
+      try {
+        checkPrefix(prefix);
+      } catch (error) {
+        expect(error).toBeInstanceOf(SelfHealConfigError);
+        return (error as Error).message;
+      }
+      throw new Error(`expected ${String(prefix)} to be refused`);
+    };
+    for (const prefix of ["", "x".repeat(65), "a:b", "a{b}", "a b", "a*", 7, undefined])
+      expect(refusal(prefix)).toContain(
+        `expected 1-64 letters, digits, "_", "." or "-", got ${JSON.stringify(String(prefix)).slice(0, 80)}`,
+      );
+    expect(refusal("y".repeat(200))).toContain(`got "${"y".repeat(79)}`);
+    expect(refusal("y".repeat(200))).not.toContain("y".repeat(80));
   });
 
   it("give each agent a non-empty hash tag holding its encoded name", () => {
