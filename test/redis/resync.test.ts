@@ -19,22 +19,9 @@ import {
 } from "../fixtures/redis-fleet-worker.js";
 import { chargingWorker, recordingPager } from "../helpers/engine.js";
 import { haveRedis, startRedis, type RunningRedis } from "../helpers/redis-server.js";
+import { sleep, waitFor } from "../helpers/wait.js";
 
 const available = haveRedis("Redis resync after an outage");
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/**
- * Polls `condition` every 10 ms until it holds. The limit only ends a test that would never pass:
- * a busy machine may take seconds for what takes milliseconds on an idle one (issue 27).
- */
-async function waitFor(condition: () => boolean | Promise<boolean>, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await sleep(10);
-  }
-}
 
 const isOpen = (l: Line): l is Extract<Line, { type: "event" }> =>
   l.type === "event" && l.dependency === "p1" && l.state === "open";
