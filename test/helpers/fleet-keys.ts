@@ -1,7 +1,8 @@
 /**
  * What the tests of RedisFleetSync read back from Redis: its key names (spelled as the source
- * builds them, from keys.ts), verdicts and TTLs.
+ * builds them, from keys.ts), verdicts and TTLs; and a client's first connection.
  */
+import type { Redis } from "ioredis";
 import { expect } from "vitest";
 import type { BreakerVerdict } from "../../src/recovery/breaker.js";
 import { alertKeyPrefix, breakerKeyPrefix, encodeName, fleetTag } from "../../src/redis/keys.js";
@@ -30,4 +31,15 @@ export function verdict(openMs: number | undefined, at = Date.now(), opens = 1):
 export function within(ttl: number, max: number): void {
   expect(ttl).toBeGreaterThan(0);
   expect(ttl).toBeLessThanOrEqual(max);
+}
+
+/** Resolves once `client` is connected (connecting a lazy one). */
+export function connected(client: Redis): Promise<void> {
+  if (client.status === "ready") return Promise.resolve();
+  if (client.status === "wait") void client.connect().catch(() => undefined);
+  return new Promise((resolve) => {
+    client.once("ready", () => {
+      resolve();
+    });
+  });
 }

@@ -22,6 +22,7 @@ import {
   resultKey,
   stateKey,
   within,
+  connected,
 } from "../helpers/fleet-keys.js";
 
 const available = haveRedis("RedisFleetSync outage and restart");
@@ -62,16 +63,6 @@ interface WorkerOptions {
   timeoutMs?: number;
   /** Do not wait for the first connection. */
   noWait?: boolean;
-}
-
-function connected(client: Redis): Promise<void> {
-  if (client.status === "ready") return Promise.resolve();
-  if (client.status === "wait") void client.connect().catch(() => undefined);
-  return new Promise((resolve) => {
-    client.once("ready", () => {
-      resolve();
-    });
-  });
 }
 
 describe.skipIf(!available)("RedisFleetSync outage and restart (real redis-server)", () => {

@@ -20,6 +20,7 @@ import {
   stateKey,
   verdict,
   within,
+  connected,
 } from "../helpers/fleet-keys.js";
 
 /** The client options a test changes (the rest are the store's). */
@@ -38,16 +39,6 @@ interface Worker {
   sync: RedisFleetSync;
   troubles: unknown[];
   degraded: boolean;
-}
-
-function connected(client: Redis): Promise<void> {
-  if (client.status === "ready") return Promise.resolve();
-  if (client.status === "wait") void client.connect().catch(() => undefined);
-  return new Promise((resolve) => {
-    client.once("ready", () => {
-      resolve();
-    });
-  });
 }
 
 describe.skipIf(!available)("RedisFleetSync resync (real redis-server)", () => {
