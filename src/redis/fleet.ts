@@ -185,14 +185,15 @@ function quoted(name: string): string {
  */
 async function ready(client: Redis, timeoutMs: number): Promise<void> {
   if (client.status === "ready") return;
-  if (client.status === "end" || client.status === "close")
-    throw new Error("the Redis client is closed");
+  const closed = () => new Error("the Redis client is closed");
+  if (client.status === "end" || client.status === "close") throw closed();
   if (client.status === "wait") void client.connect().catch(() => undefined);
   await new Promise<void>((resolve, reject) => {
     const done = (error?: unknown) => {
       clearTimeout(timer);
       client.off("ready", onReady);
       client.off("error", onError);
+      client.off("end", onEnd);
       if (error === undefined) resolve();
       else reject(error instanceof Error ? error : new Error(describeThrown(error)));
     };
@@ -202,11 +203,16 @@ async function ready(client: Redis, timeoutMs: number): Promise<void> {
     const onError = (error: unknown) => {
       done(error);
     };
+    // disconnect() while connecting: it will never be ready, so say so now.
+    const onEnd = () => {
+      done(closed());
+    };
     const timer = setTimeout(() => {
       done(new Error(`Redis did not answer within ${timeoutMs} ms`));
     }, timeoutMs);
     client.once("ready", onReady);
     client.once("error", onError);
+    client.once("end", onEnd);
   });
 }
 

@@ -205,6 +205,25 @@ describe.skipIf(!available)("readFleet on a real redis-server", () => {
       "the Redis client is closed",
     );
   });
+
+  it("a client mid-quit: its commands refused at once, not after the connect timeout", async () => {
+    const client = new Redis(suite.redis.url);
+    await client.ping();
+    const quitting = client.quit();
+    // An hour's timeout: a read that waited for it would fail the test by its own timeout.
+    expect(
+      await failure(readFleet({ client, prefix: prefix(), connectTimeoutMs: 3_600_000 })),
+    ).toBe("Connection is closed.");
+    await quitting;
+  });
+
+  it("a client that ends while it connects: said so at once", async () => {
+    const client = new Redis(suite.redis.url, { lazyConnect: true });
+    const reading = failure(readFleet({ client, prefix: prefix(), connectTimeoutMs: 3_600_000 }));
+    expect(client.status).toBe("connecting");
+    client.disconnect();
+    expect(await reading).toBe("the Redis client is closed");
+  });
 });
 
 describe.skipIf(!available)("readFleet when Redis cannot be read", () => {
