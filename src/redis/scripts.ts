@@ -9,9 +9,17 @@
  * LLM ring hash. ARGV: id ttl ms, number of bucket hashes; per hash: its ttl ms, its number of
  * fields, then field, delta, ...; then (ring) size, ttl ms, scope, value, ... The ring keeps the
  * last N outcomes in one hash: `scope|n` counts pushes, `scope|<slot>` holds a value. Returns 1
- * when applied, 0 when the batch had been applied before.
+ * when applied, 0 when the batch had been applied before. All or nothing: Redis does not undo a
+ * script's writes when it fails halfway, so a key of another type (a name clash) is refused before
+ * anything is written, the id included, and a resend applies the whole batch once it is cleared.
  */
 export const APPLY = `
+for k = 2, #KEYS do
+  local t = redis.call('TYPE', KEYS[k]).ok
+  if t ~= 'hash' and t ~= 'none' then
+    return redis.error_reply('WRONGTYPE ' .. KEYS[k] .. ' holds a ' .. t .. ', not a hash: batch not applied')
+  end
+end
 if not redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[1]) then return 0 end
 local hashes = tonumber(ARGV[2])
 local a = 3

@@ -404,10 +404,14 @@ export class RedisSignalStore implements SignalStore {
       this.flights.push(flight);
       flights.push(flight);
     }
-    // Nothing waiting and nothing asked: no round trip.
-    if (flights.length === 0 && !read) return { ok: true };
-
     const pipelines = new Pipelines(this.client);
+    if (flights.length === 0 && !read) {
+      // Nothing waiting and nothing asked: no round trip, unless Redis is away. Then a PING asks
+      // whether it is back: a store degraded by a timeout whose late answer confirmed everything
+      // would otherwise read from memory until the next record.
+      if (!this.degraded) return { ok: true };
+      pipelines.add("", (p) => p.ping());
+    }
     const sent: { flight: Flight; agent: string; at: Reply }[] = [];
     const agents = new Set<string>();
     for (const flight of flights) {
@@ -439,10 +443,8 @@ export class RedisSignalStore implements SignalStore {
       return replies;
     });
     try {
-      const left = deadline - this.clock.now();
-      if (left <= 0)
-        throw new Error(`Redis did not answer within ${this.options.commandTimeoutMs} ms`);
-      const replies = await this.timed(answered, left);
+      // What is left of the deadline after the wait for a connection (none: the next tick).
+      const replies = await this.timed(answered, deadline - this.clock.now());
       const error = replies.firstError();
       if (error) throw error;
       this.setDegraded(false);
