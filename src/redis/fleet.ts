@@ -216,13 +216,16 @@ async function ready(client: Redis, timeoutMs: number): Promise<void> {
   });
 }
 
-/** One line for an error, including Node's AggregateError (a host with several addresses). */
+/**
+ * One line for an error: Node's AggregateError (a host with several addresses) by its inner
+ * errors, an error with no message (some socket failures) by its code rather than its bare name.
+ */
 function describeError(error: unknown): string {
-  if (error instanceof AggregateError && error.message === "") {
-    const inner = error.errors.map((e) => describeThrown(e));
-    if (inner.length) return [...new Set(inner)].join("; ");
-  }
-  const text = describeThrown(error);
   const code = (error as { code?: unknown } | null)?.code;
-  return text === "" && typeof code === "string" ? code : text.replace(/\s*\n\s*/g, " ");
+  let text: string;
+  if (error instanceof AggregateError && error.message === "" && error.errors.length > 0)
+    text = [...new Set(error.errors.map((e) => describeThrown(e)))].join("; ");
+  else if (error instanceof Error && error.message === "" && typeof code === "string") text = code;
+  else text = describeThrown(error);
+  return text.replace(/\s*\n\s*/g, " ");
 }

@@ -174,6 +174,12 @@ export class RedisSignalStore implements SignalStore {
   private finished = false;
   /** The latest time a caller passed in. */
   private latest = Number.NEGATIVE_INFINITY;
+  private readonly onError = (error: unknown) => {
+    this.trouble(error);
+  };
+  private readonly onReady = () => {
+    void this.flush(); // back: send what waited, and say so when it lands
+  };
 
   constructor(options: RedisStoreOptions) {
     if ((options.client === undefined) === (options.url === undefined)) {
@@ -217,12 +223,8 @@ export class RedisSignalStore implements SignalStore {
     client.defineCommand("selfhealApply", { lua: APPLY });
     client.defineCommand("selfhealRead", { lua: READ });
     RedisFleetSync.define(client);
-    client.on("error", (error: unknown) => {
-      this.trouble(error);
-    });
-    client.on("ready", () => {
-      void this.flush(); // back: send what waited, and say so when it lands
-    });
+    client.on("error", this.onError);
+    client.on("ready", this.onReady);
     this.client = client;
     this.fleet = new RedisFleetSync(
       {
@@ -360,6 +362,11 @@ export class RedisSignalStore implements SignalStore {
       this.logger.warn(`selfheal: closing with ${records} records Redis did not confirm`);
     this.fleet.close();
     if (this.ownsClient) this.client.disconnect();
+    else {
+      // The caller's client outlives the store: it keeps none of the store's listeners.
+      this.client.off("error", this.onError);
+      this.client.off("ready", this.onReady);
+    }
   }
 
   /**

@@ -285,6 +285,19 @@ describe.skipIf(!available)("RedisSignalStore batches on a real redis-server", (
       expect(await client.ping()).toBe("PONG");
     });
 
+    it("the caller's client keeps none of the store's listeners", async () => {
+      const client = new Redis(suite.redis.url);
+      clients.push(client);
+      await client.ping();
+      const count = () => client.eventNames().map((e) => [e, client.listenerCount(e)]);
+      const before = count();
+      const store = new RedisSignalStore({ client, prefix: "f-listeners", flushMs: 3_600_000 });
+      expect(count()).not.toEqual(before);
+      store.recordCall(call(), T0);
+      await store.close();
+      expect(count()).toEqual(before);
+    });
+
     it("a client that is not connected yet is connected on first use", async () => {
       const client = new Redis(suite.redis.url, { lazyConnect: true });
       clients.push(client);
