@@ -8,6 +8,7 @@
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import type { CallRecord, StoreState } from "../../src/health/store.js";
+import { LATENCY_BUCKET_COUNT } from "../../src/health/window.js";
 import { RedisSignalStore, type RedisStoreOptions } from "../../src/redis/store.js";
 import { VirtualClock } from "../../src/testing/index.js";
 import { haveRedis, redisForSuite } from "../helpers/redis-server.js";
@@ -110,6 +111,42 @@ describe.skipIf(!available)("RedisSignalStore batches on a real redis-server", (
     // Read from Redis now: a record of another worker is seen.
     await suite.admin.hincrby(`f-probe:{a}:c:${BUCKET}`, "t|ok", 4);
     expect((await store.read("a", T0)).agent.calls.ok).toBe(5);
+  });
+
+  it("degraded with nothing to send while Redis is still hung: the probe times out too", async () => {
+    const { store, clock, states } = await make("f-still");
+    stop();
+    const reading = store.read("a", T0);
+    await waitFor(() => clock.pendingTimers > 1); // the read's timeout, beside the flush timer
+    await clock.advance(TIMEOUT);
+    await reading;
+    expect(store.isDegraded).toBe(true);
+    expect(store.backlog).toEqual({ records: 0, batches: 0 });
+    // Degraded: the next read's probe is a PING, still unanswered.
+    await store.read("a", T0);
+    await waitFor(() => clock.pendingTimers > 1);
+    await clock.advance(TIMEOUT);
+    expect(states.map((s) => s.degraded)).toEqual([true]);
+    resume();
+    await store.flush();
+    expect(states.map((s) => s.degraded)).toEqual([true, false]);
+  });
+
+  it("flushRecords while a batch is on the wire: one batch at a time, the next right after", async () => {
+    const { store } = await make("f-chain", { flushRecords: 2 });
+    stop();
+    store.recordCall(call(), T0);
+    store.recordCall(call(), T0);
+    await waitFor(() => store.stats.batches === 1);
+    store.recordCall(call(), T0);
+    store.recordCall(call(), T0);
+    store.recordCall(call(), T0);
+    await new Promise((resolve) => setImmediate(resolve)); // a second flush would be out by now
+    expect(store.stats.batches).toBe(1);
+    resume();
+    await waitFor(() => store.stats.batches === 2 && store.backlog.batches === 0);
+    expect(store.backlog).toEqual({ records: 0, batches: 0 });
+    expect(await suite.admin.hget(`f-chain:{a}:c:${BUCKET}`, "t|ok")).toBe("5");
   });
 
   it("a batch resent after a timeout is applied once: the second answer says it had landed", async () => {
@@ -216,18 +253,92 @@ describe.skipIf(!available)("RedisSignalStore batches on a real redis-server", (
       expect(await suite.admin.hget(`f-fix:{b}:c:${BUCKET}`, "t|ok")).toBe("1");
     });
 
+    it("once fixed, one flush sends the kept part and then the records held behind it", async () => {
+      const { store } = await make("f-fix2");
+      await suite.admin.set(`f-fix2:{b}:c:${BUCKET}`, "x");
+      store.recordCall(call("b"), T0);
+      await store.flush();
+      store.recordCall(call("a"), T0);
+      await store.flush();
+      expect(store.backlog).toEqual({ records: 2, batches: 1 });
+      await suite.admin.del(`f-fix2:{b}:c:${BUCKET}`);
+      await store.flush();
+      expect(store.backlog).toEqual({ records: 0, batches: 0 });
+      expect(store.stats).toEqual({ batches: 2, resends: 2, duplicates: 0 });
+      expect(await suite.admin.hget(`f-fix2:{a}:c:${BUCKET}`, "t|ok")).toBe("1");
+    });
+
+    it("degraded, a read comes from this worker's memory, not from Redis", async () => {
+      const { store } = await make("f-local");
+      await suite.admin.set(`f-local:{b}:c:${BUCKET}`, "x");
+      store.recordCall(call("b"), T0);
+      store.recordCall(call("a"), T0);
+      await store.flush();
+      expect(store.isDegraded).toBe(true);
+      // Another worker's counts, in Redis: a degraded read does not see them.
+      await suite.admin.hincrby(`f-local:{a}:c:${BUCKET}`, "t|ok", 10);
+      expect((await store.read("a", T0)).agent.calls.ok).toBe(1);
+    });
+
+    it("records pruned while they wait leave the backlog's count", async () => {
+      const { store, client } = await make("f-prune");
+      client.disconnect();
+      await waitFor(() => client.status === "end");
+      store.recordCall(call("old"), T0);
+      store.recordCall(call("old"), T0);
+      store.recordCall(call("a"), T0 + 30 * MIN);
+      await store.flush(); // fails before sending, after pruning
+      expect(store.backlog).toEqual({ records: 1, batches: 0 });
+    });
+
     it("a batch whose buckets left the window while unconfirmed is dropped quietly", async () => {
-      const { store, lines } = await make("f-old");
+      const { store, clock, lines } = await make("f-old");
       await suite.admin.set(`f-old:{b}:c:${BUCKET}`, "x");
       store.recordCall(call("b"), T0);
       await store.flush();
       expect(store.backlog).toEqual({ records: 1, batches: 1 });
+      // Past its resend window too: it has nothing left to give up, so no line says so.
+      await clock.advance(10 * MIN + 1);
       // Degraded: the read answers from memory, and its probe drops what no window reads.
       await store.read("other", T0 + 30 * MIN);
       await waitFor(() => store.backlog.batches === 0);
       expect(store.backlog).toEqual({ records: 0, batches: 0 });
       expect(store.stats.resends).toBe(0);
       expect(lines.some((l) => l.includes("no longer sent"))).toBe(false);
+    });
+  });
+
+  describe("what is written and read back", () => {
+    it("a call that recovered after one failed attempt counts one success and one failure", async () => {
+      const { store } = await make("f-rec");
+      store.recordCall({ ...call(), outcome: "recovered", failedAttempts: 1 }, T0);
+      await store.flush();
+      const fields = await suite.admin.hgetall(`f-rec:{a}:c:${BUCKET}`);
+      expect(fields["t|ok"]).toBe("1");
+      expect(fields["t|f"]).toBe("1");
+    });
+
+    it("a batch without LLM outcomes leaves the LLM ring's expiry alone", async () => {
+      const { store } = await make("f-ring");
+      await suite.admin.hset("f-ring:{a}:llm", "a|n", "1");
+      await suite.admin.pexpire("f-ring:{a}:llm", 60_000);
+      store.recordCall(call(), T0);
+      await store.flush();
+      expect(await suite.admin.pttl("f-ring:{a}:llm")).toBeLessThanOrEqual(60_000);
+    });
+
+    it("latency buckets out of range and ring slots past the sample size are not counted", async () => {
+      const { store } = await make("f-range", { windows: { llmSampleSize: 2 } });
+      const key = `f-range:{a}:c:${BUCKET}`;
+      await suite.admin.hset(key, "t|ok", "1", "t|h0", "1", "t|h-1", "5", "t|h999", "7");
+      await suite.admin.hset("f-range:{a}:llm", "a|n", "5", "a|0", "1", "a|1", "0", "a|2", "1");
+      const read = await store.read("a", T0);
+      expect(read.agent.calls.latency.reduce((sum, n) => sum + n, 0)).toBe(1);
+      expect(read.agent.calls.latency[0]).toBe(1);
+      const tool = read.tools.get("t")?.calls.latency ?? [];
+      expect(Object.keys(tool)).toEqual(Object.keys(read.agent.calls.latency));
+      expect(tool.length).toBe(LATENCY_BUCKET_COUNT);
+      expect(read.agent.llm).toEqual({ total: 2, empty: 1 });
     });
   });
 
@@ -276,10 +387,10 @@ describe.skipIf(!available)("RedisSignalStore batches on a real redis-server", (
       expect(lines.filter((l) => l.startsWith("selfheal: closing with"))).toEqual([
         "selfheal: closing with 1 records Redis did not confirm",
       ]);
-      const batches = store.stats.batches;
+      const stats = store.stats;
       store.recordCall(call("a"), T0);
       await store.flush();
-      expect(store.stats.batches).toBe(batches);
+      expect(store.stats).toEqual(stats); // not even b's batch again
       expect(await suite.admin.exists(`f-close:{a}:c:${BUCKET}`)).toBe(0);
       // The client was the test's: still open.
       expect(await client.ping()).toBe("PONG");
