@@ -35,6 +35,7 @@ import {
   type Verdict,
 } from "../telemetry/conventions.js";
 import { redact } from "../telemetry/redact.js";
+import { spanTime } from "../telemetry/spans.js";
 
 /** What the supervisor does, as it happens. */
 export type SupervisorEvent =
@@ -199,7 +200,7 @@ export class WatchdogTelemetry {
         this.tracer
           .startSpan(SPAN_WATCHDOG_VERDICT, {
             kind: SpanKind.INTERNAL,
-            startTime: event.at,
+            startTime: spanTime(event.at),
             attributes: {
               ...this.base,
               [ATTR_WATCHDOG_VERDICT]: event.verdict,
@@ -209,7 +210,7 @@ export class WatchdogTelemetry {
               }),
             },
           })
-          .end(event.at);
+          .end(spanTime(event.at));
         return;
       }
       case "tier": {
@@ -217,7 +218,7 @@ export class WatchdogTelemetry {
         if (this.open) this.finish(this.open.tier, "failed", event.at);
         const span = this.tracer.startSpan(SPAN_WATCHDOG_RECOVERY, {
           kind: SpanKind.INTERNAL,
-          startTime: event.at,
+          startTime: spanTime(event.at),
           attributes: {
             ...this.base,
             [ATTR_WATCHDOG_TIER]: event.tier,
@@ -272,6 +273,6 @@ export class WatchdogTelemetry {
     if (!open) return;
     open.span.setAttribute(ATTR_WATCHDOG_OUTCOME, outcome);
     if (outcome !== "recovered") open.span.setStatus({ code: SpanStatusCode.ERROR });
-    open.span.end(at);
+    open.span.end(spanTime(at));
   }
 }

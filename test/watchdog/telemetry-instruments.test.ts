@@ -95,6 +95,28 @@ describe("the watchdog's instruments", () => {
     expect(second?.attributes[ATTR_WATCHDOG_REASON]).toBe("stuck");
   });
 
+  // The SDK reads a bare number up to performance.now() as time since the process started and a
+  // larger one as epoch ms, so a number's meaning would hang on the worker's uptime: 1 ms is below
+  // it in any worker, the epoch time above it. Both must date the span exactly as the event.
+  it("spans are dated by the events' times, whatever the process's uptime", () => {
+    const { traces, telemetry } = setup();
+    const epoch = Date.UTC(2030, 0, 1, 12, 0, 0, 250);
+    telemetry.record({ kind: "verdict", at: 1, verdict: "healthy", reason: "ok" });
+    telemetry.record({ kind: "tier", at: epoch, tier: "nudge", reason: "stalled" });
+    telemetry.record({ kind: "tier_result", at: epoch + 1_500, tier: "nudge", outcome: "failed" });
+    const [verdict] = traces.named(SPAN_WATCHDOG_VERDICT);
+    const [tier] = traces.named(SPAN_WATCHDOG_RECOVERY);
+    expect([verdict?.startTime, verdict?.endTime]).toEqual([
+      [0, 1e6],
+      [0, 1e6],
+    ]);
+    const seconds = Math.floor(epoch / 1000);
+    expect([tier?.startTime, tier?.endTime]).toEqual([
+      [seconds, 250e6],
+      [seconds + 1, 750e6],
+    ]);
+  });
+
   it.each([
     ["recovered", SpanStatusCode.UNSET],
     ["failed", SpanStatusCode.ERROR],
