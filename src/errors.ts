@@ -391,24 +391,29 @@ export const isStreamInterruptedError = (e: unknown): e is StreamInterruptedErro
 
 /**
  * A write with an idempotency key could not ask the fleet's ledger (`selfheal/redis`) whether
- * another worker sent it, within the call's deadline: Redis was away, too slow, or still taking
- * back what it lost in a restart. Nothing was sent; retrying later with the same key is safe.
- * Thrown under `recovery.ledger.whenFleetDown: "refuse"` (the default), and in every mode by a
- * call that had heard another worker was sending it. `cause` is the last failure to ask.
+ * another worker sent it, within `recovery.ledger.fleetWaitMs` or the call's deadline, whichever
+ * came first: Redis was away, too slow, or still taking back what it lost in a restart. Nothing
+ * was sent; retrying later with the same key is safe. Thrown under
+ * `recovery.ledger.whenFleetDown: "refuse"` (the default), and in every mode by a call that had
+ * heard another worker was sending it. `cause` is the last failure to ask.
  */
 export class FleetUnavailableError extends SelfHealError {
   readonly code = "SELFHEAL_FLEET_UNAVAILABLE";
   override readonly name = "FleetUnavailableError";
+  /** How long the call waited for the fleet before giving up, ms (on the engine's clock). */
+  readonly waitedMs: number | undefined;
   constructor(
     readonly tool: string,
     /** The fleet had said another worker was sending this write (it may have succeeded there). */
     readonly inFlightElsewhere: boolean,
-    options?: { cause: unknown },
+    options?: { cause?: unknown; waitedMs?: number },
   ) {
+    const waited = options?.waitedMs;
     super(
-      `selfheal: write "${named(tool)}" not sent: the fleet's idempotency ledger could not be asked within the call's deadline${inFlightElsewhere ? " (another worker was sending it when last asked)" : ""}; nothing was sent`,
-      options,
+      `selfheal: write "${named(tool)}" not sent: the fleet's idempotency ledger could not be asked ${waited === undefined ? "within the call's deadline" : `within ${Math.round(waited)} ms`}${inFlightElsewhere ? " (another worker was sending it when last asked)" : ""}; nothing was sent`,
+      options && "cause" in options ? { cause: options.cause } : undefined,
     );
+    this.waitedMs = waited;
   }
 }
 export const isFleetUnavailableError = (e: unknown): e is FleetUnavailableError =>

@@ -1,12 +1,5 @@
 import type { Attributes, Context } from "@opentelemetry/api";
-import {
-  CircuitOpenError,
-  FleetUnavailableError,
-  InFlightElsewhereError,
-  RecoveryBudgetExhaustedError,
-  SelfHealClosedError,
-} from "../errors.js";
-import type { Claim, FleetWrite } from "../recovery/idempotency.js";
+import { CircuitOpenError, RecoveryBudgetExhaustedError, SelfHealClosedError } from "../errors.js";
 import type { HealthReport } from "../health/evaluator.js";
 import { RecoveryBudget } from "../recovery/budget.js";
 import type { Failure } from "../recovery/strategy.js";
@@ -46,6 +39,7 @@ import {
   type ToolRuntime,
 } from "./engine.js";
 import { isEmptyResponse } from "./empty-response.js";
+import { claimWrite, type Claimed } from "./fleet-claim.js";
 import {
   endWithError,
   failCall,
@@ -82,18 +76,6 @@ export interface CallResult<R> {
   /** Served from the idempotency ledger: the tool was not called again. */
   replayed: boolean;
 }
-
-/** How often a call asks again about a write another worker is sending, ms. */
-const FLEET_POLL_MS = 100;
-
-/**
- * How soon a keyed write asks the fleet again when it could not be asked, ms (an ask that timed
- * out has already waited the store's `commandTimeoutMs`).
- */
-const FLEET_RETRY_MS = 100;
-
-/** What a call may go on with after its claim. */
-type Claimed = Extract<Claim, { kind: "mine" | "done" }>;
 
 /** The answer of a call whose every route was closed: the tool's canned answer. */
 const CANNED: Answer = { outcome: "recovered", failedAttempts: 0, fallback: true };
@@ -282,7 +264,7 @@ class ToolCalls<A, R> {
     try {
       let claim: Claimed | undefined;
       try {
-        claim = write && (await this.claim(write, c));
+        claim = write && (await claimWrite(engine, tool.name, write, c));
       } catch (error) {
         // Refused before anything was sent: the call ends here, no health signal.
         return failCall(engine, tool, c, error, 0, false);
@@ -309,58 +291,6 @@ class ToolCalls<A, R> {
       throw error;
     } finally {
       forget();
-    }
-  }
-
-  /**
-   * The fleet's claim on a keyed write: this call sends it (`mine`), another worker already did
-   * (its result), or, while another sends it, ask again within the call's deadline. When the
-   * fleet cannot be asked, `"refuse"` asks again every FLEET_RETRY_MS within the deadline and
-   * then throws FleetUnavailableError; `"local"` decides alone (undefined). A call that heard
-   * another worker holds the key never decides alone, whatever the mode.
-   */
-  private async claim(write: FleetWrite, c: CallState): Promise<Claimed | undefined> {
-    const { engine, tool } = this;
-    const { clock } = engine.options;
-    const { whenFleetDown, ttlMs } = engine.options.recovery.ledger;
-    const strict = whenFleetDown === "refuse";
-    const fleet = engine.options.store.fleet?.ledger;
-    /** The fleet said another worker holds the key. */
-    let heldElsewhere = false;
-    /** An ask failed: it may still land in Redis and take the key for this call. */
-    let uncertain = false;
-    try {
-      for (;;) {
-        if (!strict && !heldElsewhere && fleet?.away()) return undefined; // no timeout waited
-        const left = Math.max(1, Math.ceil(c.deadlineAt - clock.now()));
-        let claim: Claim | undefined;
-        let trouble: unknown;
-        try {
-          claim = await write.claim(left, strict ? ttlMs : undefined);
-        } catch (error) {
-          uncertain = true;
-          if (!strict && !heldElsewhere) return undefined;
-          trouble = error;
-        }
-        if (claim?.kind === "mine" || claim?.kind === "done") return claim;
-        // A sender that vanished mid-write: it may have charged. Never sent again from here.
-        if (claim?.kind === "lost") throw new InFlightElsewhereError(tool.name);
-        if (claim?.kind === "busy") heldElsewhere = true;
-        const waitMs = claim ? Math.max(1, Math.min(FLEET_POLL_MS, claim.retryMs)) : FLEET_RETRY_MS;
-        if (clock.now() + waitMs >= c.deadlineAt) {
-          if (claim?.kind === "busy") throw new InFlightElsewhereError(tool.name);
-          throw new FleetUnavailableError(
-            tool.name,
-            heldElsewhere,
-            trouble === undefined ? undefined : { cause: trouble },
-          );
-        }
-        await clock.sleep(waitMs, c.call.signal);
-      }
-    } catch (error) {
-      // An ask that timed out may still land in Redis: let go of whatever it took.
-      if (uncertain) write.release();
-      throw error;
     }
   }
 

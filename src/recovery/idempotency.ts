@@ -1,7 +1,8 @@
 /**
  * What a keyed write does when the fleet's ledger (`selfheal/redis`) cannot be asked (Redis
- * away, too slow): `"refuse"` waits for it within the call's deadline, then fails with
- * `FleetUnavailableError` having sent nothing; `"local"` decides with this worker's own ledger.
+ * away, too slow): `"refuse"` waits for it up to `fleetWaitMs` (within the call's deadline), then
+ * fails with `FleetUnavailableError` having sent nothing; `"local"` decides with this worker's
+ * own ledger.
  */
 export type WhenFleetDown = "refuse" | "local";
 
@@ -11,18 +12,26 @@ export interface LedgerOptions {
   /** Most results kept; the oldest go first (default 10,000). */
   maxEntries: number;
   /**
-   * When the fleet's ledger cannot be asked (default `"refuse"`): `"refuse"` waits for Redis
-   * within the call's deadline, then fails with `FleetUnavailableError` (nothing sent): one
-   * charge per key in the fleet. `"local"` sends after asking only this worker's own ledger: at
-   * most one charge per worker and key while Redis is away, shared when it is back.
+   * When the fleet's ledger cannot be asked (default `"refuse"`): `"refuse"` waits for Redis up
+   * to `fleetWaitMs`, then fails with `FleetUnavailableError` (nothing sent): one charge per key
+   * in the fleet. `"local"` sends after asking only this worker's own ledger: at most one charge
+   * per worker and key while Redis is away, shared when it is back.
    */
   whenFleetDown: WhenFleetDown;
+  /**
+   * The longest a keyed write waits for a fleet that cannot be asked (or is still taking back
+   * what a restart lost), ms; the call's deadline, if sooner, ends it first. Counted from the
+   * fleet's last answer: waiting on another worker's send (`busy`) is bounded by the deadline
+   * only. Default 3,000: the 2 s restart grace plus two command timeouts of the Redis store.
+   */
+  fleetWaitMs: number;
 }
 
 export const DEFAULT_LEDGER: LedgerOptions = {
   ttlMs: 24 * 3_600_000,
   maxEntries: 10_000,
   whenFleetDown: "refuse",
+  fleetWaitMs: 3_000,
 };
 
 interface Entry {

@@ -14,6 +14,7 @@ import {
 import type {
   Claim,
   FleetWrite,
+  LedgerOptions,
   LedgerSync,
   WhenFleetDown,
 } from "../../src/recovery/idempotency.js";
@@ -23,8 +24,11 @@ import { NO_RECOVERY, virtualInstance } from "../helpers/engine.js";
 const TTL_MS = 24 * 3_600_000;
 const DEADLINE_MS = 1_000;
 
-/** One answer of the script: a claim, a thrown error, or the last answer kept for every ask. */
-type Answer = Claim | Error;
+/**
+ * One answer of the script: a claim, a thrown error, or `"hang"` (an ask never answered, as of a
+ * stopped Redis); the last answer is kept for every ask.
+ */
+type Answer = Claim | Error | "hang";
 
 /** A fleet ledger that answers claims from `script` (the last answer repeats) and keeps a log. */
 function scriptedLedger(script: Answer[], now: () => number) {
@@ -40,6 +44,7 @@ function scriptedLedger(script: Answer[], now: () => number) {
         claim(leaseMs, holdMs) {
           asks.push({ at: now(), leaseMs, holdMs });
           const answer = (answers.length > 1 ? answers.shift() : answers[0]) as Answer;
+          if (answer === "hang") return new Promise<Claim>(() => undefined);
           return answer instanceof Error ? Promise.reject(answer) : Promise.resolve(answer);
         },
         complete(value, ttlMs) {
@@ -62,13 +67,18 @@ function scriptedLedger(script: Answer[], now: () => number) {
 }
 
 /** A worker whose keyed `charge` counts its real sends, on a store whose fleet is `script`. */
-function worker(script: Answer[], whenFleetDown?: WhenFleetDown) {
+function worker(
+  script: Answer[],
+  whenFleetDown?: WhenFleetDown,
+  ledger: Partial<LedgerOptions> = {},
+) {
   let now = () => 0;
   const fleet = scriptedLedger(script, () => now());
   const store = Object.assign(new MemorySignalStore(), { fleet: { ledger: fleet.ledger } });
+  const options = { ...ledger, ...(whenFleetDown && { whenFleetDown }) };
   const instance = virtualInstance({
     store,
-    ...(whenFleetDown && { recovery: { ...NO_RECOVERY, ledger: { whenFleetDown } } }),
+    ...(Object.keys(options).length > 0 && { recovery: { ...NO_RECOVERY, ledger: options } }),
   });
   now = () => instance.clock.now();
   const sent: string[] = [];
@@ -253,6 +263,93 @@ describe("a fleet that cannot be asked", () => {
     expect(isFleetUnavailableError(error)).toBe(true);
     expect(error.inFlightElsewhere).toBe(true);
     expect((error.cause as Error).message).toBe("ETIMEDOUT");
+    expect(w.sent).toEqual([]);
+    expect(w.log).toEqual(["write charge o1", "release"]);
+  });
+});
+
+describe("the wait for a fleet that cannot be asked (recovery.ledger.fleetWaitMs)", () => {
+  type Unavailable = Error & { waitedMs: number; inFlightElsewhere: boolean; cause: unknown };
+
+  it('"refuse": failed asks end at fleetWaitMs, not the deadline; nothing sent, the ask let go', async () => {
+    const w = worker([new Error("ETIMEDOUT")], undefined, { fleetWaitMs: 300 });
+    const out = await settle(w, w.charge({ order: "o1" }));
+    const error = out.error as Unavailable;
+    expect(isFleetUnavailableError(error)).toBe(true);
+    expect(w.asks.map((a) => a.at - (w.asks[0]?.at ?? 0))).toEqual([0, 100, 200]);
+    // The next wait would reach the limit: it gives up at once rather than ask past it.
+    expect(error.waitedMs).toBe(200);
+    expect(error.message).toContain("could not be asked within 200 ms");
+    expect(w.sent).toEqual([]);
+    expect(w.log).toEqual(["write charge o1", "release"]);
+  });
+
+  it("an ask that never answers (Redis stopped) is cut off by the call's own timer at fleetWaitMs", async () => {
+    const w = worker(["hang"], undefined, { fleetWaitMs: 300 });
+    const out = await settle(w, w.charge({ order: "o1" }));
+    const error = out.error as Unavailable;
+    expect(isFleetUnavailableError(error)).toBe(true);
+    expect(error.waitedMs).toBe(300);
+    expect(w.asks).toHaveLength(1);
+    expect((error.cause as Error).message).toMatch(/did not answer within 300 ms/);
+    expect(w.sent).toEqual([]);
+    // The unanswered ask may yet land in Redis and hold the key: it is let go.
+    expect(w.log).toEqual(["write charge o1", "release"]);
+    expect(w.calls.map((c) => c.outcome)).toEqual(["error"]);
+  });
+
+  it("a deadline sooner than fleetWaitMs ends the wait at the deadline, not after it", async () => {
+    const w = worker(["hang"], undefined, { fleetWaitMs: 5_000 });
+    const out = await settle(w, w.charge({ order: "o1" }));
+    const error = out.error as Unavailable;
+    expect(isFleetUnavailableError(error)).toBe(true);
+    expect(error.waitedMs).toBe(DEADLINE_MS);
+    expect(w.calls[0]?.durationMs).toBe(DEADLINE_MS);
+    expect(w.sent).toEqual([]);
+  });
+
+  it("a fleet back within the wait (a failed ask, then a restart's grace) sends the write once", async () => {
+    const w = worker([new Error("ETIMEDOUT"), { kind: "settle", retryMs: 150 }, { kind: "mine" }]);
+    expect(await settle(w, w.charge({ order: "o1" }))).toEqual({ value: { charged: "o1" } });
+    expect(w.asks.map((a) => a.at - (w.asks[0]?.at ?? 0))).toEqual([0, 100, 200]);
+    expect(w.sent).toEqual(["o1"]);
+  });
+
+  it("settle (a restart's grace) counts against the wait: it gives up once the next ask would pass it", async () => {
+    const w = worker([{ kind: "settle", retryMs: 80 }], undefined, { fleetWaitMs: 250 });
+    const out = await settle(w, w.charge({ order: "o1" }));
+    const error = out.error as Unavailable;
+    expect(isFleetUnavailableError(error)).toBe(true);
+    expect(w.asks.map((a) => a.at - (w.asks[0]?.at ?? 0))).toEqual([0, 80, 160, 240]);
+    expect(error.waitedMs).toBe(240);
+    expect(w.sent).toEqual([]);
+  });
+
+  it("waiting on another worker's send is bounded by the deadline; the wait counts from the fleet's last answer", async () => {
+    const busy = { kind: "busy", retryMs: 100 } as const;
+    // Busy for 600 ms (longer than the 300 ms wait), then the fleet stops answering.
+    const w = worker([busy, busy, busy, busy, busy, busy, busy, "hang"], undefined, {
+      fleetWaitMs: 300,
+    });
+    const out = await settle(w, w.charge({ order: "o1" }));
+    const error = out.error as Unavailable;
+    expect(isFleetUnavailableError(error)).toBe(true);
+    expect(error.inFlightElsewhere).toBe(true);
+    // The last busy answer came at 600 ms: the hung ask is cut off 300 ms after it.
+    expect(w.asks.at(-1)?.at).toBe((w.asks[0]?.at ?? 0) + 700);
+    expect(error.waitedMs).toBe(900);
+    expect(w.sent).toEqual([]);
+  });
+
+  it("the caller's abort ends a hung ask at once, with the caller's reason", async () => {
+    const w = worker(["hang"], undefined, { fleetWaitMs: 5_000 });
+    const controller = new AbortController();
+    const reason = new Error("user went away");
+    const pending = w.charge({ order: "o1" }, { signal: controller.signal });
+    await w.clock.advance(50);
+    controller.abort(reason);
+    const out = await settle(w, pending);
+    expect(out.error).toBe(reason);
     expect(w.sent).toEqual([]);
     expect(w.log).toEqual(["write charge o1", "release"]);
   });

@@ -582,7 +582,7 @@ describe("createSelfHealing refuses a bad option, naming the field and the probl
       "unknown ledger option",
       { recovery: { ledger: { size: 10 } } },
       "recovery.ledger.size",
-      /unknown option \(known: ttlMs, maxEntries, whenFleetDown\)/,
+      /unknown option \(known: ttlMs, maxEntries, whenFleetDown, fleetWaitMs\)/,
     ],
     [
       "zero ledger ttlMs",

@@ -1,4 +1,7 @@
-/** `recovery.ledger.whenFleetDown`: validated once, named in errors, "refuse" by default. */
+/**
+ * `recovery.ledger.whenFleetDown` and `fleetWaitMs`: validated once, named in errors, "refuse"
+ * and 3 s by default.
+ */
 import { describe, expect, it } from "vitest";
 import {
   createSelfHealing,
@@ -15,6 +18,7 @@ describe("recovery.ledger.whenFleetDown", () => {
       ttlMs: 24 * 3_600_000,
       maxEntries: 10_000,
       whenFleetDown: "refuse",
+      fleetWaitMs: 3_000,
     });
     expect(resolveRecovery(undefined).ledger).toEqual(DEFAULT_LEDGER);
     expect(resolveRecovery({ ledger: { ttlMs: 5 } }).ledger).toEqual({
@@ -46,7 +50,7 @@ describe("recovery.ledger.whenFleetDown", () => {
 
   it("an unknown ledger key lists whenFleetDown among the known ones", () => {
     expect(() => resolveRecovery({ ledger: { whenFleetdown: "local" } })).toThrow(
-      /recovery\.ledger\.whenFleetdown.*unknown option \(known: ttlMs, maxEntries, whenFleetDown\)/,
+      /recovery\.ledger\.whenFleetdown.*unknown option \(known: ttlMs, maxEntries, whenFleetDown, fleetWaitMs\)/,
     );
   });
 
@@ -57,7 +61,41 @@ describe("recovery.ledger.whenFleetDown", () => {
   });
 });
 
+describe("recovery.ledger.fleetWaitMs", () => {
+  it("takes a wait in ms", () => {
+    expect(resolveRecovery({ ledger: { fleetWaitMs: 250 } }).ledger.fleetWaitMs).toBe(250);
+  });
+
+  it.each([
+    ["zero", 0, /must be >= 1/],
+    ["a negative wait", -5, /must be >= 1/],
+    ["a string", "3s", /number/],
+    ["Infinity", Number.POSITIVE_INFINITY, /.+/],
+    ["NaN", Number.NaN, /.+/],
+  ])("rejects %s, naming the field", (_, value, message) => {
+    let error: unknown;
+    try {
+      createSelfHealing({ agent: "a", recovery: { ledger: { fleetWaitMs: value as never } } });
+    } catch (e) {
+      error = e;
+    }
+    expect(isSelfHealConfigError(error)).toBe(true);
+    expect((error as { field: string }).field).toBe("recovery.ledger.fleetWaitMs");
+    expect((error as Error).message).toContain("`recovery.ledger.fleetWaitMs`");
+    expect((error as Error).message).toMatch(message);
+  });
+});
+
 describe("FleetUnavailableError", () => {
+  it("says how long the call waited when it knows", () => {
+    const e = new FleetUnavailableError("charge", false, { waitedMs: 2_999.6 });
+    expect(e.waitedMs).toBe(2_999.6);
+    expect(e.cause).toBeUndefined();
+    expect(e.message).toBe(
+      'selfheal: write "charge" not sent: the fleet\'s idempotency ledger could not be asked within 3000 ms; nothing was sent',
+    );
+  });
+
   it("has a stable code and a guard that works across package copies", () => {
     const e = new FleetUnavailableError("charge", true, { cause: new Error("ECONNREFUSED") });
     expect(e.code).toBe("SELFHEAL_FLEET_UNAVAILABLE");

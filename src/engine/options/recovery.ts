@@ -84,8 +84,9 @@ export interface RecoveryOptions {
   budgetUsd?: number;
   /**
    * Idempotency ledger: `ttlMs` 24 h, `maxEntries` 10000, `whenFleetDown` `"refuse"` (a keyed
-   * write that cannot ask the fleet's ledger waits for it within its deadline, then fails with
-   * `FleetUnavailableError`, nothing sent; `"local"`: it decides with this worker's own ledger).
+   * write that cannot ask the fleet's ledger waits for it up to `fleetWaitMs`, 3 s, within its
+   * deadline, then fails with `FleetUnavailableError`, nothing sent; `"local"`: it decides with
+   * this worker's own ledger).
    */
   ledger?: Partial<LedgerOptions>;
   /** Where escalations go (`selfheal/notify`); none by default. */
@@ -179,12 +180,14 @@ const BREAKER_RULES = {
 const LEDGER_RULES = {
   ttlMs: ms(1),
   maxEntries: { min: 1, integer: true },
+  fleetWaitMs: ms(1),
 } satisfies Record<Exclude<keyof LedgerOptions, "whenFleetDown">, NumberRule>;
 
 const LEDGER_KEYS = [
   "ttlMs",
   "maxEntries",
   "whenFleetDown",
+  "fleetWaitMs",
 ] as const satisfies readonly (keyof LedgerOptions)[];
 
 const FLEET_DOWN_CHOICES: readonly WhenFleetDown[] = ["refuse", "local"];
@@ -271,6 +274,7 @@ function resolveLedger(value: unknown): LedgerOptions {
     ttlMs: (ledger.ttlMs as number | undefined) ?? DEFAULT_LEDGER.ttlMs,
     maxEntries: (ledger.maxEntries as number | undefined) ?? DEFAULT_LEDGER.maxEntries,
     whenFleetDown: whenFleetDown ?? DEFAULT_LEDGER.whenFleetDown,
+    fleetWaitMs: (ledger.fleetWaitMs as number | undefined) ?? DEFAULT_LEDGER.fleetWaitMs,
   };
 }
 
