@@ -330,6 +330,26 @@ describe("the documentation's snippets, type-checked as a user's code (strict, E
         expect(pinned, `${snippet.key}: ${name}`).toContain(name);
   });
 
+  // A page whose snippet only type-checks with the first round's versions must not install the
+  // latest (Mastra's types refuse an AI SDK 7 provider's model): its `npm i` pins their major.
+  it("a page checked with first-round versions only pins their majors in its install line", () => {
+    const pages = new Set(snippets().flatMap((s) => (s.firstRoundOnly ? [s.block.file] : [])));
+    expect(pages.size).toBeGreaterThan(0);
+    for (const page of pages) {
+      const installs = doc(page)
+        .blocks("sh")
+        .flatMap((b) => b.code.split("\n"))
+        .filter((l) => l.startsWith("npm i "))
+        .flatMap((l) => l.split(/\s+/).slice(2));
+      expect(installs.length, page).toBeGreaterThan(0);
+      for (const { name, versions } of FRAMEWORKS) {
+        const spec = installs.find((s) => s === name || s.startsWith(`${name}@`));
+        if (spec === undefined || versions.length < 2) continue;
+        expect(spec, page).toBe(`${name}@${versions[0]?.split(".")[0]}`);
+      }
+    }
+  });
+
   it("the first version of each framework is the one this repository's tests use", () => {
     for (const { name, versions } of FRAMEWORKS) {
       const installed = JSON.parse(
