@@ -47,6 +47,7 @@ interface Scripts {
     keepMs: number,
     strict: number,
     graceMs: number,
+    knew: number,
   ): Promise<[string, string]>;
   selfhealLedgerComplete(
     result: string,
@@ -67,7 +68,7 @@ interface Scripts {
 
 /** The same scripts queued on a pipeline (replies come from exec()). */
 interface QueuedScripts {
-  selfhealEpoch(epoch: string): Queued;
+  selfhealEpoch(epoch: string, knew: number): Queued;
   selfhealLedgerComplete(
     result: string,
     marker: string,
@@ -100,7 +101,8 @@ const VERDICT_TTL_MS = 24 * 3_600_000;
  * After Redis starts without the fleet's state (a restart without persistence), how long no new
  * claim of a keyed write is granted while the workers put back the claims and results they hold,
  * ms. A worker reconnects within RECONNECT_MAX_MS on its own connection, then puts them back in
- * one round trip.
+ * one round trip. Not for a new fleet's first writes on a Redis up longer than this (see EPOCH
+ * in scripts.ts).
  */
 export const RESTART_GRACE_MS = 2_000;
 
@@ -198,6 +200,11 @@ export class RedisFleetSync implements BreakerSync, AlertGate, LedgerSync, Budge
    */
   private connections = 0;
   private resynced = 0;
+  /**
+   * This worker has seen the fleet's epoch in Redis (a claim or a resync went through): an epoch
+   * missing later means Redis lost the fleet's state, and the restart grace starts.
+   */
+  private knowsFleet = false;
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
   /** An engine uses this sync (a status read, say, does not: it writes nothing on connect). */
   private engaged = false;
@@ -351,6 +358,7 @@ export class RedisFleetSync implements BreakerSync, AlertGate, LedgerSync, Budge
         if (!client) throw new Error("Redis is not connected");
         asked = true;
         const lease = Math.max(1, Math.ceil(leaseMs));
+        const knew = this.knowsFleet;
         const [kind, detail] = await this.host.timed(
           client.selfhealLedgerClaim(
             result,
@@ -361,8 +369,10 @@ export class RedisFleetSync implements BreakerSync, AlertGate, LedgerSync, Budge
             Math.max(lease, Math.ceil(holdMs ?? 0)),
             holdMs === undefined ? 0 : 1,
             RESTART_GRACE_MS,
+            knew ? 1 : 0,
           ),
         );
+        this.knowsFleet = true;
         return this.claimed(kind, detail, claimId, marker, holdMs ?? lease);
       },
       complete: (value, ttlMs) => {
@@ -581,7 +591,8 @@ export class RedisFleetSync implements BreakerSync, AlertGate, LedgerSync, Budge
     const connection = this.connections;
     const fresh = connection > this.resynced;
     const pipeline = client.pipeline() as Queued;
-    pipeline.selfhealEpoch(this.epochKey);
+    const knew = this.knowsFleet;
+    pipeline.selfhealEpoch(this.epochKey, knew ? 1 : 0);
     // Verdicts: this worker's that never reached Redis, and (fresh) every open one standing.
     const verdicts = new Map<string, BreakerVerdict>();
     for (const [dependency, verdict] of this.known) {
@@ -638,6 +649,7 @@ export class RedisFleetSync implements BreakerSync, AlertGate, LedgerSync, Budge
       const replies = await this.host.timed(pipeline.exec());
       if (!replies) throw new Error("Redis discarded the resync");
       for (const [error] of replies) if (error) throw error;
+      this.knowsFleet = true;
     } catch (error) {
       this.host.onTrouble(error);
       this.retrySoon();

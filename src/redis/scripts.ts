@@ -118,20 +118,51 @@ return {overall[1], overall[2], tool[1], tool[2]}
 `;
 
 /**
+ * The fleet's epoch (when Redis last started without the fleet's state, server time ms), made if
+ * missing, as a Lua function `epoch(key, knew, now)`. A worker that knew the fleet (`knew` '1':
+ * it saw the epoch on an earlier round trip) and finds none sees the fleet's state lost (a
+ * restart without persistence, a flush, an eviction): the epoch starts now, and with it the
+ * restart grace. One that never knew the fleet cannot tell a new fleet from a lost one by itself:
+ * the epoch is when this Redis started (INFO's whole-second uptime, taken as short as it may be),
+ * so a Redis up longer than the grace (a new fleet on a running server) grants claims at once,
+ * while one that started moments ago (it may have restarted, the old workers still on their way
+ * back) keeps the grace. Redis without INFO in scripts: now, as before.
+ */
+const EPOCH_FUNCTION = `
+local function epoch(key, knew, now)
+  local born = tonumber(redis.call('GET', key) or '')
+  if born then return born end
+  born = now
+  if knew ~= '1' then
+    local ok, info = pcall(redis.call, 'INFO', 'server')
+    local up = ok and type(info) == 'string' and tonumber(string.match(info, 'uptime_in_seconds:(%d+)'))
+    if up then born = now - math.max(0, up - 1) * 1000 end
+  end
+  redis.call('SET', key, string.format('%.0f', born))
+  return born
+end
+local function servertime()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+`;
+
+/**
  * Claims a keyed write for one call. KEYS: the stored result, the in-flight marker, the fleet's
- * epoch (when Redis last started without the fleet's state). ARGV: the call's claim id, its
- * lease ms (its deadline), how long the marker is kept ms, strict (1/0), the grace ms after an
- * epoch starts. The marker holds `claim id|lease end` (server time, ms), so a claimer tells a
+ * epoch (see EPOCH_FUNCTION). ARGV: the call's claim id, its lease ms (its deadline), how long the
+ * marker is kept ms, strict (1/0), the grace ms after an epoch starts, whether this worker knew
+ * the fleet (1/0). The marker holds `claim id|lease end` (server time, ms), so a claimer tells a
  * sender still within its deadline (`busy`) from one that went silent past it: a strict claim
  * hears `lost` (the write may have gone out: never sent again), a lenient one takes the key.
- * During the grace after Redis came back empty no new claim is granted (`settle`): the workers
- * are putting back the claims and results they hold. Returns {kind, detail}.
+ * During the grace after Redis came back without the fleet's state no new claim is granted
+ * (`settle`): the workers are putting back the claims and results they hold. Returns
+ * {kind, detail}.
  */
-export const LEDGER_CLAIM = `
+export const LEDGER_CLAIM = `${EPOCH_FUNCTION}
+local now = servertime()
+local born = epoch(KEYS[3], ARGV[6], now)
 local done = redis.call('GET', KEYS[1])
 if done then return {'done', done} end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local held = redis.call('GET', KEYS[2])
 if held then
   local bar = string.find(held, '|', 1, true)
@@ -141,11 +172,6 @@ if held then
   if lease > now then return {'busy', string.format('%.0f', lease - now)} end
   if ARGV[4] == '1' then return {'lost', ''} end
 else
-  local born = tonumber(redis.call('GET', KEYS[3]) or '')
-  if not born then
-    born = now
-    redis.call('SET', KEYS[3], string.format('%.0f', now))
-  end
   local grace = tonumber(ARGV[5])
   if now - born < grace then return {'settle', string.format('%.0f', born + grace - now)} end
 end
@@ -196,11 +222,11 @@ redis.call('PUBLISH', ARGV[5], ARGV[6])
 return 1
 `;
 
-/** Starts the fleet's epoch if Redis has none (it started empty). KEYS: the epoch key. */
-export const EPOCH = `
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  local t = redis.call('TIME')
-  redis.call('SET', KEYS[1], string.format('%.0f', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)))
-end
+/**
+ * Starts the fleet's epoch if Redis has none (see EPOCH_FUNCTION). KEYS: the epoch key; ARGV:
+ * whether this worker knew the fleet (1/0).
+ */
+export const EPOCH = `${EPOCH_FUNCTION}
+epoch(KEYS[1], ARGV[1], servertime())
 return 0
 `;

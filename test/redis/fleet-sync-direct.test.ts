@@ -1053,9 +1053,33 @@ describe.skipIf(!available)("RedisFleetSync on a real redis-server", () => {
       );
     });
 
-    it("right after Redis starts without the fleet's state, new claims settle for the grace period", async () => {
+    /** Redis's uptime, whole seconds (INFO). */
+    async function uptime(): Promise<number> {
+      const info = await admin.info("server");
+      return Number(/uptime_in_seconds:(\d+)/.exec(info)?.[1]);
+    }
+
+    it("a new fleet's first claim on a Redis up longer than the grace is granted at once: no restart grace", async () => {
+      // Waits for the server's state, not a time: a Redis up this long cannot have just restarted.
+      await waitFor(async () => (await uptime()) - 1 >= RESTART_GRACE_MS / 1_000);
       const p = fresh();
       const a = await worker(p);
+      expect(await a.sync.write("t", "k").claim(60_000)).toEqual({ kind: "mine" });
+      // The epoch is when this Redis started (as far as INFO's whole seconds tell).
+      const epoch = Number(await admin.get(epochKey(p)));
+      expect(epoch).toBeLessThanOrEqual((await serverNow()) - RESTART_GRACE_MS);
+      // A second worker new to the fleet, and a resync, leave it as it is.
+      const b = await worker(p);
+      expect(await b.sync.write("t", "k2").claim(60_000)).toEqual({ kind: "mine" });
+      expect(Number(await admin.get(epochKey(p)))).toBe(epoch);
+    });
+
+    it("a worker that knew the fleet and finds its epoch gone (state lost) starts the grace: new claims settle", async () => {
+      const p = fresh();
+      const a = await worker(p);
+      expect(await a.sync.write("t", "before").claim(60_000)).toEqual({ kind: "mine" });
+      // Redis lost the fleet's state (a restart without persistence, a flush).
+      await admin.del(epochKey(p));
       const before = await serverNow();
       const claim = await a.sync.write("t", "k").claim(60_000);
       expect(claim.kind).toBe("settle");
@@ -1066,6 +1090,10 @@ describe.skipIf(!available)("RedisFleetSync on a real redis-server", () => {
       expect(epoch).toBeGreaterThanOrEqual(before);
       expect(epoch).toBeLessThanOrEqual(await serverNow());
       expect(await admin.exists(markerKey(p, "t", "k"))).toBe(0);
+      // A worker new to the fleet waits out the same grace: the epoch stands.
+      const b = await worker(p);
+      const other = await b.sync.write("t", "k3").claim(60_000);
+      if ((await serverNow()) - epoch < RESTART_GRACE_MS) expect(other.kind).toBe("settle");
       // Past the grace, the key is claimed.
       await waitFor(async () => (await a.sync.write("t", "k").claim(60_000)).kind === "mine");
     });

@@ -670,5 +670,25 @@ describe.skipIf(!available)("RedisFleetSync outage and restart (real redis-serve
         expect(retryMs).toBeLessThanOrEqual(RESTART_GRACE_MS);
       } else expect(claim).toEqual({ kind: "mine" });
     });
+
+    it("a worker new to the fleet on a Redis that started moments ago keeps the grace (it may have restarted)", async () => {
+      const before = Date.now();
+      await redis.kill();
+      await redis.restart();
+      // It never saw this fleet: it cannot tell a new fleet from a lost one, but Redis's uptime
+      // says it may have just restarted, the old workers still on their way back.
+      const p = `fsx${++n}`;
+      const a = await worker(p);
+      const claim = await a.sync.write("t", "k").claim(60_000);
+      const epoch = Number(await admin.get(epochKey(p)));
+      // The epoch is when this Redis started, never earlier.
+      expect(epoch).toBeGreaterThanOrEqual(before - 1_000);
+      expect(epoch).toBeLessThanOrEqual(await serverNow());
+      if ((await serverNow()) - epoch < RESTART_GRACE_MS) {
+        expect(claim.kind).toBe("settle");
+        expect(await admin.exists(markerKey(p, "t", "k"))).toBe(0);
+      }
+      await waitFor(async () => (await a.sync.write("t", "k").claim(60_000)).kind === "mine");
+    });
   });
 });
