@@ -1,8 +1,9 @@
 /**
  * Rule files: diagnosis rules kept as JSON, as `selfheal report --suggest-rules` writes them,
- * loaded by `createSelfHealing({ diagnosis: { ruleFile } })`. Regexes are strings there, matched
- * case-insensitively; each rule then goes through the same validator as rules given in code
- * (compileRules: known patterns and strategies, regexes that cannot backtrack badly).
+ * loaded by `createSelfHealing({ diagnosis: { ruleFile } })`. Regexes are strings there, read as
+ * JavaScript regexes and matched case-insensitively; each rule then goes through the same
+ * validator as rules given in code (compileRules: known patterns and strategies, regexes the
+ * linear-time engine runs).
  */
 import { readFileSync, statSync } from "node:fs";
 import { SelfHealConfigError } from "../errors.js";

@@ -1,6 +1,7 @@
 import { SelfHealConfigError } from "../errors.js";
 import { PATTERNS, STRATEGIES, type Pattern, type StrategyName } from "../telemetry/conventions.js";
 import type { ErrorFacts } from "./error-facts.js";
+import { compileLinear, type TextPattern } from "./linear-regex.js";
 
 /**
  * What one rule looks for. Every field given must match (AND); a list matches when any of its
@@ -13,7 +14,10 @@ export interface Matcher {
   code?: readonly string[];
   /** Error class names: `RateLimitError`, `AbortError`. */
   name?: readonly string[];
-  /** Regexes over the error's text (message, body, causes; at most 4 KiB). */
+  /**
+   * Regexes over the error's text (message, body, causes; at most 4 KiB), run by a linear-time
+   * engine (RE2 syntax: no lookaround, no backreferences; docs/diagnosis.md).
+   */
   message?: readonly RegExp[];
   /** Header names that must be present, e.g. `retry-after`. */
   header?: readonly string[];
@@ -399,7 +403,7 @@ export interface CompiledMatcher {
   status?: ReadonlySet<number>;
   code?: ReadonlySet<string>;
   name?: ReadonlySet<string>;
-  message?: readonly RegExp[];
+  message?: readonly TextPattern[];
   header?: readonly string[];
   statusPageDegraded: boolean;
   /**
@@ -439,42 +443,23 @@ export function matchesFacts(m: CompiledMatcher, facts: ErrorFacts): boolean {
 // ---- validation ----------------------------------------------------------------------------
 
 /**
- * Rejects regexes that can backtrack exponentially: a quantified group that itself holds a
- * quantifier (`(a+)+`, `(\w*)*`, `(x{2,})+`), and backreferences. With input cut to 4 KiB this
- * keeps every rule linear or close to it.
+ * The regexes of the default table: they run on V8 (fast, and checked by recheck in the suite);
+ * any other regex runs on the linear engine. Known by identity, so a default rule reused in a
+ * table keeps its regexes on V8 and nothing a user builds does.
  */
-export function unsafeRegexReason(re: RegExp): string | undefined {
-  const src = re.source;
-  if (/\\[1-9]|\\k</.test(src)) return "backreferences are not allowed";
-  const groups: boolean[] = []; // per open group: does it contain a quantifier?
-  let inClass = false;
-  for (let i = 0; i < src.length; i++) {
-    const c = src[i];
-    if (c === "\\") {
-      i++;
-      continue;
-    }
-    if (inClass) {
-      if (c === "]") inClass = false;
-      continue;
-    }
-    if (c === "[") inClass = true;
-    else if (c === "(") groups.push(false);
-    else if (c === ")") {
-      const hadQuantifier = groups.pop() === true;
-      const next = src[i + 1];
-      const quantified =
-        next === "*" || next === "+" || (next === "{" && /^\{\d*,\d*\}/.test(src.slice(i + 1)));
-      if (quantified && hadQuantifier)
-        return "a repeated group contains a repeat (catastrophic backtracking)";
-      if (hadQuantifier && groups.length) groups[groups.length - 1] = true;
-    } else if (c === "*" || c === "+" || c === "{") {
-      // Also the repeat of a group just closed: it marks the enclosing group.
-      if (groups.length) groups[groups.length - 1] = true;
-    }
-  }
-  return undefined;
-}
+export const BUILT_IN_REGEXES: ReadonlySet<RegExp> = new Set(
+  DEFAULT_RULES.flatMap((rule) =>
+    (Array.isArray(rule.match) ? rule.match : [rule.match]).flatMap(
+      (m: Matcher) => m.message ?? [],
+    ),
+  ),
+);
+
+/**
+ * Most RE2 instructions of all user regexes together: the worst case of a call grows with their
+ * sum (a 40-rule file of suggested rules is about 2,000; bench/linear-rules.ts).
+ */
+export const MAX_TOTAL_PROGRAM_SIZE = 6000;
 
 function check(condition: boolean, field: string, problem: string): asserts condition {
   if (!condition) throw new SelfHealConfigError(field, problem);
@@ -492,7 +477,26 @@ function stringList(value: unknown, field: string): void {
 
 const MATCHER_KEYS = ["status", "code", "name", "message", "header", "statusPageDegraded"];
 
-function compileMatcher(value: unknown, field: string): CompiledMatcher {
+/** Program instructions of the user regexes compiled so far, against MAX_TOTAL_PROGRAM_SIZE. */
+interface Budget {
+  used: number;
+}
+
+/** A rule's regex as the matcher runs it: built-ins on V8, anything else on the linear engine. */
+function userPattern(re: RegExp, field: string, budget: Budget): TextPattern {
+  if (BUILT_IN_REGEXES.has(re)) return re;
+  const linear = compileLinear(re);
+  if ("reason" in linear) throw new SelfHealConfigError(field, `${linear.reason}: /${re.source}/`);
+  budget.used += linear.size;
+  check(
+    budget.used <= MAX_TOTAL_PROGRAM_SIZE,
+    field,
+    `the rules' regexes together are too large for the linear engine (more than ${MAX_TOTAL_PROGRAM_SIZE} instructions): drop or merge rules`,
+  );
+  return linear.pattern;
+}
+
+function compileMatcher(value: unknown, field: string, budget: Budget): CompiledMatcher {
   check(
     typeof value === "object" && value !== null && !Array.isArray(value),
     field,
@@ -539,8 +543,6 @@ function compileMatcher(value: unknown, field: string): CompiledMatcher {
         `${field}.message[${i}]`,
         "the g and y flags make test() stateful; drop them",
       );
-      const unsafe = unsafeRegexReason(re);
-      check(unsafe === undefined, `${field}.message[${i}]`, `${String(unsafe)}: /${re.source}/`);
     });
   }
   check(
@@ -557,7 +559,10 @@ function compileMatcher(value: unknown, field: string): CompiledMatcher {
   if (code) compiled.code = code;
   const name = lower(m.name as string[] | undefined);
   if (name) compiled.name = name;
-  if (m.message) compiled.message = m.message as RegExp[];
+  if (m.message)
+    compiled.message = (m.message as RegExp[]).map((re, i) =>
+      userPattern(re, `${field}.message[${i}]`, budget),
+    );
   if (m.header) compiled.header = (m.header as string[]).map((h) => h.toLowerCase());
   return compiled;
 }
@@ -597,6 +602,7 @@ const RULE_KEYS = ["name", "pattern", "confidence", "match", "strategies", "cool
 export function compileRules(rules: unknown): CompiledRule[] {
   check(Array.isArray(rules), "diagnosis.rules", "expected a list of rules");
   const seen = new Set<string>();
+  const budget: Budget = { used: 0 };
   return (rules as unknown[]).map((value, i) => {
     check(
       typeof value === "object" && value !== null,
@@ -640,7 +646,7 @@ export function compileRules(rules: unknown): CompiledRule[] {
     const list = Array.isArray(r.match) ? (r.match as unknown[]) : [r.match];
     check(list.length > 0, `${field}.match`, "expected at least one matcher");
     const matchers = list.map((m, j) =>
-      compileMatcher(m, Array.isArray(r.match) ? `${field}.match[${j}]` : `${field}.match`),
+      compileMatcher(m, Array.isArray(r.match) ? `${field}.match[${j}]` : `${field}.match`, budget),
     );
     return {
       name: r.name,

@@ -4,7 +4,8 @@
  * statuses and wordings, no model. The rules come out as a rule file that
  * `createSelfHealing({ diagnosis: { ruleFile } })` loads (src/diagnosis/rule-file.ts).
  */
-import { DEFAULT_CHAINS, type PlanStep } from "../diagnosis/rules.js";
+import { compileLinear } from "../diagnosis/linear-regex.js";
+import { DEFAULT_CHAINS, MAX_TOTAL_PROGRAM_SIZE, type PlanStep } from "../diagnosis/rules.js";
 import type { Pattern } from "../telemetry/conventions.js";
 import { TemplateMiner, templateRegex, type TemplateGroup } from "./templates.js";
 
@@ -98,6 +99,23 @@ const WORDING: readonly [RegExp, Pattern][] = [
 const patternOfCode = (code: string): Pattern | undefined =>
   WORDING.find(([re]) => re.test(code.replace(/[_-]/g, " ")))?.[1];
 
+/** Most tokens a proposed rule spells out: the first words tell an error, and run cheaper. */
+const MAX_RULE_WORDS = 16;
+
+/**
+ * The regex of a template as a rule file holds it, and its size in the linear engine: the
+ * template's first words, as many as the engine takes in one rule (`undefined`: none).
+ */
+function ruleRegex(words: readonly string[]): { source: string; size: number } | undefined {
+  for (let n = Math.min(words.length, MAX_RULE_WORDS); n > 0; n--) {
+    const source = templateRegex(words.slice(0, n));
+    if (source === "") return undefined;
+    const linear = compileLinear(new RegExp(source, "i"));
+    if (!("reason" in linear)) return { source, size: linear.size };
+  }
+  return undefined;
+}
+
 /** Confidence of a proposed rule: structured evidence acts beyond the call, wording does not. */
 const CONFIDENCE: Record<EvidenceTier, number> = { structured: 0.8, wording: 0.6 };
 
@@ -150,16 +168,20 @@ export class RuleSuggester {
     const rules: RuleFileRule[] = [];
     const unclassified: Unclassified[] = [];
     const names = new Map<string, number>();
+    // Proposals stop where the file would be refused: its regexes together past the loader's bound.
+    let size = 0;
     for (const group of this.miner.templates()) {
       const template = group.words.join(" ");
-      const message = templateRegex(group.words);
       const status = group.shared.get("status");
       const code = group.shared.get("code");
       const named = this.name(group, status, code);
-      if (!named || message === "") {
+      const regex = named && ruleRegex(group.words);
+      if (!named || !regex || size + regex.size > MAX_TOTAL_PROGRAM_SIZE) {
         unclassified.push({ template, samples: group.count, examples: group.examples });
         continue;
       }
+      size += regex.size;
+      const message = regex.source;
       const { pattern, tier, because } = named;
       const slug = pattern.toLowerCase().replace(/_/g, "-");
       const n = (names.get(slug) ?? 0) + 1;

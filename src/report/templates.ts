@@ -36,8 +36,9 @@ export function templateWords(text: string): string[] {
   const words: string[] = [];
   for (const raw of text.split(/\s+/)) {
     if (raw === "") continue;
-    const word = raw.replace(EDGE, "");
-    if (word === "") continue;
+    // A token of punctuation alone (`-`, `...`, `:`) stays a word: the rule of a template
+    // matches its texts token by token.
+    const word = raw.replace(EDGE, "") || raw;
     // A text cut by redaction ends in "…": its last word is a part, not a word the error has.
     if (word.endsWith("…")) {
       words.push(WILDCARD);
@@ -171,11 +172,18 @@ function best(
 }
 
 /** Characters with a meaning in a regex, escaped. */
-const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\/-]/g, "\\$&");
+
+/** What EDGE strips around a word, as regex classes: any of them may stand there in a text. */
+const LEADING = "[([{<]*";
+const TRAILING = "[)\\]}>,;:.!?]*";
 
 /**
- * A regex source matching the texts of a template: its fixed words in order, each `<*>` any one
- * word. Linear: no group is repeated, so it passes the rule validator's backtracking check.
+ * A regex source matching the texts of a template, token by token: its fixed words in order
+ * (with the punctuation EDGE strips around them), each `<*>` any one token (`\S+`), tokens
+ * apart by `\s+`. Linear by construction: every repeated piece is followed by one that cannot
+ * start with what it repeats (`\s` against `\S`, a word against the punctuation EDGE took off
+ * it), so a text is read once per place the first word matches (checked by recheck in the suite).
  */
 export function templateRegex(words: readonly string[]): string {
   // Leading and trailing wildcards add nothing to a search that is not anchored.
@@ -183,8 +191,14 @@ export function templateRegex(words: readonly string[]): string {
   let to = words.length;
   while (from < to && words[from] === WILDCARD) from++;
   while (to > from && words[to - 1] === WILDCARD) to--;
-  return words
-    .slice(from, to)
-    .map((w) => (w === WILDCARD ? "\\S+" : escapeRegex(w)))
-    .join("\\W+");
+  const kept = words.slice(from, to);
+  return kept
+    .map((w, i) => {
+      if (w === WILDCARD) return "\\S+";
+      const literal = escapeRegex(w);
+      // A word of punctuation alone was not stripped: it stands as it is.
+      if (w.replace(EDGE, "") === "") return literal;
+      return `${i > 0 ? LEADING : ""}${literal}${i < kept.length - 1 ? TRAILING : ""}`;
+    })
+    .join("\\s+");
 }

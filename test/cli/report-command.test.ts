@@ -431,7 +431,7 @@ describe("selfheal report --suggest-rules (in process)", () => {
           name: "suggested-rate-limit-1",
           pattern: "RATE_LIMIT",
           confidence: 0.6,
-          match: { message: ["Request\\W+budget\\W+spent\\W+retry\\W+in"] },
+          match: { message: ["Request[)\\]}>,;:.!?]*\\s+[([{<]*budget[)\\]}>,;:.!?]*\\s+[([{<]*spent[)\\]}>,;:.!?]*\\s+[([{<]*retry[)\\]}>,;:.!?]*\\s+[([{<]*in"] },
           evidence: { samples: 3, recovered: 3, tools: ["lookup"] },
         },
       ],

@@ -431,8 +431,8 @@ describe("custom rules", () => {
       'diagnosis.rules["billing"].strategies[0]',
     ],
     [
-      "nested quantifier",
-      { ...mine, match: { message: [/(a+)+$/] } },
+      "lookahead",
+      { ...mine, match: { message: [/pay(?=ment)/] } },
       'diagnosis.rules["billing"].match.message[0]',
     ],
     [

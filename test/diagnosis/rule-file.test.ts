@@ -432,10 +432,10 @@ describe("diagnosis.ruleFile: every bad input is a config error at construction"
 
   it.each([
     [
-      "an unsafe regex",
-      rule({ match: { message: ["(a+)+"] } }),
+      "a regex the linear engine cannot run",
+      rule({ match: { message: ["(\\w+) \\1"] } }),
       'diagnosis.rules["budget-spent"].match.message[0]',
-      "a repeated group contains a repeat (catastrophic backtracking): /(a+)+/",
+      "a backreference (\\1) is not supported: selfheal matches your rules with a linear-time engine",
     ],
     [
       "an unknown pattern",

@@ -41,7 +41,7 @@ function only(...samples: UnknownSample[]): RuleFileRule {
 
 /** Wording that names no pattern: what a status or code alone has to name. */
 const PLAIN = "gizmo went sideways";
-const PLAIN_REGEX = "gizmo\\W+went\\W+sideways";
+const PLAIN_REGEX = "gizmo[)\\]}>,;:.!?]*\\s+[([{<]*went[)\\]}>,;:.!?]*\\s+[([{<]*sideways";
 
 describe("a status every sample shares names the pattern (structured, 0.8)", () => {
   it.each([
@@ -75,7 +75,11 @@ describe("a status every sample shares names the pattern (structured, 0.8)", () 
       only(sample("request timed out", { status: 401, code: "quota_exceeded" })),
     ).toMatchObject({
       pattern: "AUTH",
-      match: { status: [401], code: ["quota_exceeded"], message: ["request\\W+timed\\W+out"] },
+      match: {
+        status: [401],
+        code: ["quota_exceeded"],
+        message: ["request[)\\]}>,;:.!?]*\\s+[([{<]*timed[)\\]}>,;:.!?]*\\s+[([{<]*out"],
+      },
       evidence: { tier: "structured", because: "status 401" },
     });
   });
@@ -88,7 +92,12 @@ describe("a status every sample shares names the pattern (structured, 0.8)", () 
     expect(only(sample("Too many requests, brewing", { status }))).toMatchObject({
       pattern: "RATE_LIMIT",
       confidence: 0.6,
-      match: { status: [status], message: ["Too\\W+many\\W+requests\\W+brewing"] },
+      match: {
+        status: [status],
+        message: [
+          "Too[)\\]}>,;:.!?]*\\s+[([{<]*many[)\\]}>,;:.!?]*\\s+[([{<]*requests[)\\]}>,;:.!?]*\\s+[([{<]*brewing",
+        ],
+      },
       evidence: { tier: "wording", because: 'wording "Too many requests"' },
     });
   });
@@ -135,7 +144,10 @@ describe("a code every sample shares names the pattern by its own wording (struc
     expect(only(sample("upstream deadline passed", { code: "E_GIZMO_42" }))).toMatchObject({
       pattern: "TIMEOUT",
       confidence: 0.6,
-      match: { code: ["E_GIZMO_42"], message: ["upstream\\W+deadline\\W+passed"] },
+      match: {
+        code: ["E_GIZMO_42"],
+        message: ["upstream[)\\]}>,;:.!?]*\\s+[([{<]*deadline[)\\]}>,;:.!?]*\\s+[([{<]*passed"],
+      },
       evidence: { tier: "wording", because: 'wording "deadline"' },
     });
   });
@@ -175,7 +187,7 @@ describe("wording names the pattern when no status or code does (wording, 0.6)",
     expect(only(sample('value "timeout" refused'))).toMatchObject({
       pattern: "SERVICE_DOWN",
       evidence: { because: 'wording "refused"' },
-      match: { message: ["value\\W+\\S+\\W+refused"] },
+      match: { message: ["value[)\\]}>,;:.!?]*\\s+\\S+\\s+[([{<]*refused"] },
     });
   });
 });

@@ -26,7 +26,8 @@ describe("templateWords: the words of a text, what varies masked", () => {
     ["used 80% of 1.5MB at 12:00:01", ["used", W, "of", W, "at", W]],
     ["commit deadbeefcafe1234 bad", ["commit", W, "bad"]],
     ["  spaced   out  ", ["spaced", "out"]],
-    ["( ) , ;", []],
+    ["( ) , ;", ["(", ")", ",", ";"]],
+    ["failed - see log: (disk full)", ["failed", "-", "see", "log", "disk", "full"]],
   ])("%j", (text, words) => {
     expect(templateWords(text)).toEqual(words);
   });
@@ -122,10 +123,14 @@ describe("TemplateMiner", () => {
 
 describe("templateRegex", () => {
   it.each([
-    [["Quota", "exceeded", "for", "requests"], "Quota\\W+exceeded\\W+for\\W+requests"],
-    [[W, "retry", "in", W], "retry\\W+in"],
-    [["limit", W, "hit"], "limit\\W+\\S+\\W+hit"],
-    [["a.b", "(x)", "$1"], "a\\.b\\W+\\(x\\)\\W+\\$1"],
+    [
+      ["Quota", "exceeded", "for"],
+      "Quota[)\\]}>,;:.!?]*\\s+[([{<]*exceeded[)\\]}>,;:.!?]*\\s+[([{<]*for",
+    ],
+    [[W, "retry", "in", W], "retry[)\\]}>,;:.!?]*\\s+[([{<]*in"],
+    [["limit", W, "hit"], "limit[)\\]}>,;:.!?]*\\s+\\S+\\s+[([{<]*hit"],
+    [["a.b", "$1-x"], "a\\.b[)\\]}>,;:.!?]*\\s+[([{<]*\\$1\\-x"],
+    [["at", "...", W, ":("], "at[)\\]}>,;:.!?]*\\s+\\.\\.\\.\\s+\\S+\\s+[([{<]*:\\("],
   ])("%j -> %s", (words, source) => {
     expect(templateRegex(words)).toBe(source);
   });
