@@ -8,7 +8,7 @@ import { SelfHealConfigError } from "../errors.js";
 import { readAck, sendToInbox, type InboxMessage } from "./agent.js";
 import { readHeartbeat, type ReadResult } from "./reader.js";
 import { heartbeatFile } from "./heartbeat.js";
-import { DEFAULT_INTENSITY, RestartIntensity, type IntensityOptions } from "./intensity.js";
+import { RestartIntensity, type IntensityOptions } from "./intensity.js";
 import { StepRollup, type StepRollupEntry } from "./step-rollup.js";
 import { WatchdogTelemetry, type SupervisorEvent } from "./telemetry.js";
 import { DEFAULT_LIMITS, HeartbeatWatcher, type Limits, type Verdict } from "./verdict.js";
@@ -27,6 +27,18 @@ const FIRST_TIER: Record<Exclude<Verdict, "healthy" | "starting">, Tier> = {
   session_dead: "rotation",
   unreadable: "rotation",
 };
+const TIERS: readonly Tier[] = ["nudge", "context_reset", "rotation"];
+
+/**
+ * The tier after `tier` failed on a run now `verdict`: the next one, or the verdict's own first
+ * tier when that is further (a run that dies during a nudge's proof is rotated, not reset).
+ */
+function escalate(tier: Tier, verdict: Verdict): Tier {
+  const next = NEXT_TIER[tier];
+  if (verdict === "healthy" || verdict === "starting") return next;
+  const own = FIRST_TIER[verdict];
+  return TIERS.indexOf(own) > TIERS.indexOf(next) ? own : next;
+}
 
 /**
  * What the supervisor can do to the run's process (`selfheal watch` does it to its child). Each
@@ -72,9 +84,16 @@ export interface SupervisorOptions {
   limits?: Partial<Limits>;
   /** How often the heartbeat is read, ms (default 5000). */
   pollMs?: number;
-  /** How long each tier has to show progress (`stepIdx` moves), ms (defaults 15 s, 60 s, 60 s). */
+  /**
+   * Each tier's proof period, ms (defaults 15 s, 60 s, 60 s; Tier 2 and 3 count it from the new
+   * process's start): the run must show progress (`stepIdx` moves) and stay healthy until it
+   * ends for the tier to be recovered.
+   */
   proveMs?: Partial<Record<Tier, number>>;
-  /** Bounds rotations (default: 3 in 10 min, doubling backoff from 1 s). */
+  /**
+   * Bounds every restart, context resets' and rotations' together (default: 3 in any 10 min,
+   * rotations backing off from 1 s, doubling): the restart past it gives up.
+   */
   intensity?: Partial<IntensityOptions>;
   /** Tells a person (a rotation, giving up); throttled per session and kind. */
   notify?: (alert: { title: string; text: string }) => unknown;
@@ -112,12 +131,14 @@ function fileChannel(stateDir: string | undefined, sessionId: string): RunChanne
 
 const PROVE_MS: Record<Tier, number> = { nudge: 15_000, context_reset: 60_000, rotation: 60_000 };
 
-/** The tier at work: the step it started from, and when it must have shown progress. */
+/** The tier at work: the step it started from, and when its proof period ends. */
 interface Pending {
   tier: Tier;
   fromStep: number;
   until: number;
   reason: string;
+  /** The run has shown progress (a healthy look past `fromStep`): it must stay healthy. */
+  progressed?: boolean;
   /** A rotation waiting out its backoff. */
   rotateAt?: number;
   /** Tier 2 waiting for the run to acknowledge its context reset (this seq) to restart it. */
@@ -125,10 +146,13 @@ interface Pending {
 }
 
 /**
- * Watches one run and recovers it in tiers, each given time to prove progress: Tier 1 nudges it
- * through its inbox; Tier 2 has it reset its context, then restarts it; Tier 3 rotates it to a
- * new process that resumes from its snapshot (a person is told). Rotations are bounded by the
- * restart intensity; past it the supervisor gives up, says so once, and stops.
+ * Watches one run and recovers it in tiers, each given a proof period: Tier 1 nudges it through
+ * its inbox; Tier 2 has it reset its context, then restarts it; Tier 3 rotates it to a new process
+ * that resumes from its snapshot (a person is told). A tier is recovered when the run shows
+ * progress and stays healthy to the end of its proof period; a run that falls back within it (a
+ * stall, a death, a bloat) fails the tier and goes to the next. Every restart (Tier 2's and Tier
+ * 3's) counts against one restart intensity; past it the supervisor gives up, says so once, and
+ * stops.
  */
 export class Supervisor {
   private readonly watcher: HeartbeatWatcher;
@@ -185,9 +209,21 @@ export class Supervisor {
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
     this.watcher = new HeartbeatWatcher((now) => this.readWithinPoll(now), this.limits);
     this.steps = this.eventLog && new StepRollup();
-    this.intensity = new RestartIntensity({ ...DEFAULT_INTENSITY, ...options.intensity });
+    this.intensity = new RestartIntensity(options.intensity, "Supervisor.intensity");
     this.throttle = new AlertThrottle(options.throttleMs ?? 10 * 60_000);
     this.prove = { ...PROVE_MS, ...options.proveMs };
+    for (const tier of TIERS)
+      if (!(Number.isFinite(this.prove[tier]) && this.prove[tier] >= 0))
+        throw new SelfHealConfigError(
+          `Supervisor.proveMs.${tier}`,
+          `expected a number of ms >= 0, got ${this.prove[tier]}`,
+        );
+    const pollMs = this.pollMs();
+    if (!(Number.isFinite(pollMs) && pollMs > 0))
+      throw new SelfHealConfigError(
+        "Supervisor.pollMs",
+        `expected a positive number of ms, got ${pollMs}`,
+      );
     this.launchedAt = this.clock.now();
     const generation = options.generation ?? 1;
     if (!(Number.isSafeInteger(generation) && generation >= 1))
@@ -203,7 +239,7 @@ export class Supervisor {
     return this.generation;
   }
 
-  /** Whether it gave up (the intensity limit was reached). */
+  /** Whether it gave up (the restart intensity was reached). */
   get givenUp(): boolean {
     return this.gaveUp;
   }
@@ -341,14 +377,24 @@ export class Supervisor {
     const moved = step !== undefined && step > (pending?.fromStep ?? this.lastStep);
     if (step !== undefined) this.lastStep = Math.max(this.lastStep, step);
     if (pending) {
-      if (moved && seen.verdict === "healthy") {
-        this.emit({ kind: "tier_result", at: now, tier: pending.tier, outcome: "recovered" });
-        this.pending = undefined;
-        return;
-      }
-      if (now < pending.until) return; // still proving
-      this.emit({ kind: "tier_result", at: now, tier: pending.tier, outcome: "failed" });
-      await this.run(NEXT_TIER[pending.tier], `${pending.tier} did not help`, now);
+      const healthy = seen.verdict === "healthy";
+      if (moved && healthy) pending.progressed = true;
+      // Progress, then a fall back within the proof period: the tier did not hold.
+      const relapsed = pending.progressed === true && !healthy;
+      if (!relapsed && now < pending.until) return; // still proving
+      const recovered = !relapsed && pending.progressed === true;
+      this.emit({
+        kind: "tier_result",
+        at: now,
+        tier: pending.tier,
+        outcome: recovered ? "recovered" : "failed",
+      });
+      this.pending = undefined;
+      if (recovered) return;
+      const why = relapsed
+        ? `${pending.tier} did not hold: ${seen.reason}`
+        : `${pending.tier} did not help`;
+      await this.run(escalate(pending.tier, seen.verdict), why, now);
       return;
     }
     if (seen.verdict !== "healthy") await this.run(FIRST_TIER[seen.verdict], seen.reason, now);
@@ -384,25 +430,44 @@ export class Supervisor {
     await this.run("rotation", reason, now);
   }
 
+  /**
+   * The run's process ended on its own with success (exit 0): the run is over. A tier at work is
+   * recovered (the run got to its end), and supervision stops.
+   */
+  async processFinished(): Promise<void> {
+    this.epoch++; // a look at work now says nothing more
+    await this.inFlight;
+    if (this.stopped) return;
+    if (this.pending) {
+      const { tier } = this.pending;
+      this.pending = undefined;
+      this.emit({ kind: "tier_result", at: this.clock.now(), tier, outcome: "recovered" });
+    }
+    this.stop();
+  }
+
   private async run(tier: Tier, reason: string, now: number): Promise<void> {
     const { sessionId } = this.options;
+    // Tiers 2 and 3 start a new process: both count against the one restart intensity, and only
+    // a rotation (a crash loop's answer) waits a backoff.
+    const decision = tier === "nudge" ? undefined : this.intensity.next(now, tier === "rotation");
+    if (decision?.restart === false) {
+      this.gaveUp = true;
+      this.pending = undefined;
+      this.emit({ kind: "gave_up", at: now, reason: decision.reason, tier });
+      this.alert("gave_up", `supervision of ${sessionId} gave up`, decision.reason, now);
+      this.stop();
+      return;
+    }
     if (tier === "rotation") {
-      const decision = this.intensity.next(now);
-      if (!decision.restart) {
-        this.gaveUp = true;
-        this.pending = undefined;
-        this.emit({ kind: "gave_up", at: now, reason: decision.reason });
-        this.alert("gave_up", `supervision of ${sessionId} gave up`, decision.reason, now);
-        this.stop();
-        return;
-      }
+      const waitMs = decision?.waitMs ?? 0;
       const resumes = this.lastStep >= 0 ? `; its last step was ${this.lastStep}` : "";
       const why = `${reason}${resumes}`;
       this.emit({ kind: "tier", at: now, tier, reason: why });
       // After its backoff, on a later look: a look never waits.
-      const rotateAt = now + decision.waitMs;
+      const rotateAt = now + waitMs;
       this.pending = { tier, fromStep: this.lastStep, until: rotateAt, rotateAt, reason: why };
-      if (decision.waitMs <= 0) await this.rotate(why, now);
+      if (waitMs <= 0) await this.rotate(why, now);
       return;
     }
     this.emit({ kind: "tier", at: now, tier, reason });

@@ -50,7 +50,8 @@ export type SupervisorEvent =
     }
   | { kind: "tier"; at: number; tier: Tier; reason: string }
   | { kind: "tier_result"; at: number; tier: Tier; outcome: "recovered" | "failed" }
-  | { kind: "gave_up"; at: number; reason: string };
+  /** `tier`: the one the restart intensity refused (default rotation). */
+  | { kind: "gave_up"; at: number; reason: string; tier?: Tier };
 
 /** A supervisor event's line of the event log: the event, with whose run it was. */
 export type WatchdogEventLine = SupervisorEvent & {
@@ -232,7 +233,7 @@ export class WatchdogTelemetry {
         this.finish(event.tier, event.outcome, event.at);
         return;
       case "gave_up":
-        this.finish("rotation", "gave_up", event.at);
+        this.finish(event.tier ?? "rotation", "gave_up", event.at);
         return;
     }
   }

@@ -357,7 +357,7 @@ describe("selfheal demo (in process): the long-runs night", () => {
       .replaceAll("\r\u001b[K", "")
       .split("\n");
     expect(lines[0]).toBe(`long-runs: ${LONG_RUNS.description}`);
-    expect(lines).toContain("  [8:44:55] result     night-34 rotation recovered");
+    expect(lines).toContain("  [8:45:25] result     night-34 rotation recovered");
     expect(lines).toContain("  [3:52:00] page       night-40 was rotated");
     // No event log: nothing said of one.
     const summary = longRunsSummary(night, without).join("\n");

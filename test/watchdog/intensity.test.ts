@@ -25,4 +25,15 @@ describe("restart intensity", () => {
     // The first restart happened at t0 + 1 s (after its backoff): a period later it is forgotten.
     expect(limit.next(t0 + 1_000 + 60_000)).toMatchObject({ restart: true, inPeriod: 3 });
   });
+
+  it("a restart without backoff (a context reset's) counts as any other, and doubles the next backoff", () => {
+    const limit = new RestartIntensity(options);
+    const t0 = 1_000_000;
+    expect(limit.next(t0, false)).toEqual({ restart: true, waitMs: 0, inPeriod: 1 });
+    expect(limit.next(t0 + 1_000)).toEqual({ restart: true, waitMs: 2_000, inPeriod: 2 });
+    expect(limit.next(t0 + 5_000, false)).toEqual({ restart: true, waitMs: 0, inPeriod: 3 });
+    expect(limit.next(t0 + 6_000).restart).toBe(false);
+    // Recorded when it happened: a period after the unbacked-off restart, it is forgotten.
+    expect(limit.next(t0 + 60_000)).toMatchObject({ restart: true, inPeriod: 3 });
+  });
 });

@@ -2,133 +2,15 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { SelfHealConfigError } from "../../src/errors.js";
 import { VirtualClock } from "../../src/testing/index.js";
 import { recordingMeters } from "../helpers/otel.js";
-import {
-  Supervisor,
-  type Heartbeat,
-  type InboxMessage,
-  type ReadResult,
-  type RunChannel,
-  type SupervisorEvent,
-  type SupervisorOptions,
-} from "../../src/watchdog/index.js";
+import { DEAD, POLL, drain, harness } from "../helpers/supervisor.js";
+import { Supervisor, type ReadResult } from "../../src/watchdog/index.js";
 
 afterEach(() => {
   vi.restoreAllMocks();
 });
 
-const POLL = 1_000;
-const STALL = 10_000;
-const DEAD = 30_000;
-
-/** Lets the alerts (sent after a microtask) and background looks land. */
-const drain = () => new Promise((resolve) => setImmediate(resolve));
-
-/**
- * A supervisor over an in-memory channel on virtual time: `beat` is what the next read finds
- * (undefined: missing), `read` replaces the read altogether.
- */
-function harness(
-  options: {
-    acked?: boolean;
-    numbered?: boolean;
-    supervisor?: Partial<SupervisorOptions>;
-  } = {},
-) {
-  const clock = new VirtualClock();
-  const t0 = clock.now();
-  const state = {
-    beat: undefined as Heartbeat | undefined,
-    read: undefined as ((now: number) => Promise<ReadResult>) | undefined,
-    send: undefined as (() => Promise<unknown>) | undefined,
-    ackedSeq: 0,
-    acked: undefined as (() => Promise<number>) | undefined,
-    reads: 0,
-  };
-  const sent: Omit<InboxMessage, "seq">[] = [];
-  const actions: string[] = [];
-  const events: SupervisorEvent[] = [];
-  const alerts: { title: string; text: string }[] = [];
-  const channel: RunChannel = {
-    read: (now) => {
-      state.reads++;
-      if (state.read) return state.read(now);
-      return Promise.resolve(
-        state.beat
-          ? { ok: true, heartbeat: state.beat }
-          : { ok: false, problem: "missing", detail: "ENOENT" },
-      );
-    },
-    send: (message) => {
-      sent.push(message);
-      if (state.send) return state.send();
-      return Promise.resolve(options.numbered ? { ...message, seq: sent.length } : undefined);
-    },
-    ...(options.acked && {
-      acked: () => (state.acked ? state.acked() : Promise.resolve(state.ackedSeq)),
-    }),
-  };
-  const sv = new Supervisor({
-    sessionId: "s",
-    channel,
-    clock,
-    pollMs: POLL,
-    limits: { graceMs: 0, deadMs: DEAD, stallMs: STALL },
-    intensity: { maxRestarts: 3, periodMs: 600_000, baseBackoffMs: 1_000, maxBackoffMs: 4_000 },
-    control: {
-      restart: (generation) => {
-        actions.push(`restart:${generation}`);
-        return Promise.resolve();
-      },
-      rotate: (generation) => {
-        actions.push(`rotate:${generation}`);
-        return Promise.resolve();
-      },
-    },
-    notify: (alert) => {
-      alerts.push(alert);
-    },
-    onEvent: (event) => {
-      events.push(event);
-    },
-    ...options.supervisor,
-  });
-  /** A beat of the current process at step `stepIdx`; `stale`: its step unmoved past the limit. */
-  const beat = (stepIdx: number, { stale = false, gen = sv.currentGeneration } = {}) => {
-    state.beat = {
-      v: 1,
-      sessionId: "s",
-      pid: 42,
-      stage: "tool_call",
-      stepIdx,
-      at: clock.now(),
-      stepAt: stale ? clock.now() - 2 * STALL : clock.now(),
-      startedAt: t0,
-      gen,
-    };
-  };
-  /** What happened since the last call, in short. */
-  let seen = 0;
-  const news = () => {
-    const out = events.slice(seen).map((e) => {
-      switch (e.kind) {
-        case "verdict":
-          return `verdict:${e.verdict}`;
-        case "tier":
-          return `tier:${e.tier}`;
-        case "tier_result":
-          return `${e.tier}:${e.outcome}`;
-        case "gave_up":
-          return "gave_up";
-      }
-    });
-    seen = events.length;
-    return out;
-  };
-  return { clock, t0, state, sent, actions, events, alerts, sv, beat, news };
-}
-
-describe("a tier's proof: the step must move, and the run be healthy", () => {
-  it("a healthy beat at the same step proves nothing; a stalled one past it neither; a healthy one past it does", async () => {
+describe("a tier's proof: the step must move, and the run stay healthy to the end of its proof period", () => {
+  it("a healthy beat at the same step proves nothing; a stalled one past it neither; a healthy one past it does, once its period is over", async () => {
     const h = harness();
     h.beat(5);
     await h.sv.tick();
@@ -147,7 +29,14 @@ describe("a tier's proof: the step must move, and the run be healthy", () => {
     await h.clock.advance(POLL);
     h.beat(6);
     await h.sv.tick();
-    expect(h.news()).toEqual(["verdict:healthy", "nudge:recovered"]);
+    expect(h.news()).toEqual(["verdict:healthy"]);
+    await h.clock.advance(15_000 - 3 * POLL - 1);
+    h.beat(6);
+    await h.sv.tick();
+    expect(h.news()).toEqual([]); // 1 ms of its proof period left
+    await h.clock.advance(1);
+    await h.sv.tick();
+    expect(h.news()).toEqual(["nudge:recovered"]);
     await h.clock.advance(POLL);
     h.beat(6, { stale: true });
     await h.sv.tick();

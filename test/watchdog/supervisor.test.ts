@@ -127,6 +127,8 @@ describe("the supervisor's tiers", () => {
     expect(t.nudges[0]).toMatch(/unmoved .* carry on/);
     t.run.stepping = true; // the nudge worked
     await t.second5();
+    expect(t.results()).toEqual([]); // progress, but its 15 s proof period is not over
+    for (let i = 0; i < 2; i++) await t.second5();
     expect(t.results()).toEqual(["nudge:recovered"]);
     expect(t.actions).toEqual([]);
   });
@@ -137,6 +139,8 @@ describe("the supervisor's tiers", () => {
     for (let i = 0; i < 25; i++) await t.second5();
     expect(t.tiers()).toEqual(["nudge", "context_reset"]);
     expect(t.actions).toEqual(["restart"]);
+    expect(t.results()).toEqual(["nudge:failed"]); // the restarted run proves itself for 60 s
+    for (let i = 0; i < 12; i++) await t.second5();
     expect(t.results()).toEqual(["nudge:failed", "context_reset:recovered"]);
   });
 
@@ -144,7 +148,7 @@ describe("the supervisor's tiers", () => {
     const t = setup({ afterRestart: "steps" }, { tokenLimit: 10_000 });
     await t.second5();
     t.run.tokens = 9_500; // 95% of the limit
-    for (let i = 0; i < 3; i++) await t.second5();
+    for (let i = 0; i < 15; i++) await t.second5();
     expect(t.tiers()).toEqual(["context_reset"]);
     expect(t.results()).toEqual(["context_reset:recovered"]);
   });
@@ -154,7 +158,7 @@ describe("the supervisor's tiers", () => {
     for (let i = 0; i < 3; i++) await t.second5();
     const before = t.run.step;
     t.run.beating = false; // the process died
-    for (let i = 0; i < 10; i++) await t.second5();
+    for (let i = 0; i < 22; i++) await t.second5(); // death, backoff, 60 s of proof
     expect(t.tiers()).toEqual(["rotation"]);
     expect(t.actions).toEqual(["rotate"]);
     expect(t.results()).toEqual(["rotation:recovered"]);
@@ -188,7 +192,7 @@ describe("generations: only the current process is judged", () => {
     for (let i = 0; i < 4; i++) await t.second5();
     t.run.beating = true;
     t.run.stepping = true;
-    for (let i = 0; i < 3; i++) await t.second5();
+    for (let i = 0; i < 13; i++) await t.second5();
     expect(verdicts(t.events)).toEqual(["1:healthy", "1:session_dead", "2:starting", "2:healthy"]);
     const resumed = t.events.filter((e) => e.kind === "verdict").at(-1);
     expect(resumed).toMatchObject({ reason: "generation 2 resumed from step 5" });
@@ -236,7 +240,7 @@ describe("generations: only the current process is judged", () => {
     expect(t.actions).toEqual([]);
     await t.second5(); // generation 1 reads and acknowledges it; the look that follows restarts
     expect(t.actions).toEqual(["restart"]);
-    for (let i = 0; i < 3; i++) await t.second5();
+    for (let i = 0; i < 13; i++) await t.second5();
     expect(t.resets).toEqual(["gen1:seq1"]); // once, by the process it was for
     expect(t.results()).toEqual(["context_reset:recovered"]);
   });
@@ -251,7 +255,7 @@ describe("generations: only the current process is judged", () => {
     expect(t.actions).toEqual([]);
     for (let i = 0; i < 2; i++) await t.second5();
     expect(t.actions).toEqual(["restart"]);
-    for (let i = 0; i < 3; i++) await t.second5();
+    for (let i = 0; i < 13; i++) await t.second5();
     expect(t.resets).toEqual(["gen2:seq2"]);
     expect(t.results()).toEqual(["context_reset:recovered"]);
     // Had the frozen process woken up, the first message would have been its only one.
@@ -400,7 +404,7 @@ describe("the supervisor's telemetry: spans, metrics, event log", () => {
     t.run.stepping = false;
     for (let i = 0; i < 20; i++) await t.second5();
     t.run.stepping = true;
-    await t.second5();
+    for (let i = 0; i < 3; i++) await t.second5(); // progress, then healthy to the proof's end
     expect(t.results()).toEqual(["nudge:recovered"]);
 
     expect(tree(otel.spans())).toEqual([
@@ -424,8 +428,8 @@ describe("the supervisor's telemetry: spans, metrics, event log", () => {
       "selfheal.watchdog.tier": "nudge",
       "selfheal.watchdog.outcome": "recovered",
     });
-    // The span lasts from the nudge to the step that proved it, on the supervisor's clock.
-    expect(tier?.duration[0]).toBeGreaterThan(0);
+    // The span lasts from the nudge to the end of its proof period, on the supervisor's clock.
+    expect(tier?.duration).toEqual([15, 0]);
 
     const points = await meters.read();
     expect(points.get("selfheal_watchdog_verdicts{agent=nightly,state=stalled}")).toBe(1);

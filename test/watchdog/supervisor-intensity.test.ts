@@ -1,0 +1,299 @@
+/**
+ * Every restart counts: context resets' restarts and rotations share one restart intensity, and a
+ * tier is recovered only when the run stays healthy to the end of its proof period. On virtual
+ * time, over an in-memory run (test/helpers/supervisor.ts).
+ */
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { SelfHealConfigError } from "../../src/errors.js";
+import { reviewText } from "../../src/report/analyze.js";
+import { RestartIntensity, Supervisor } from "../../src/watchdog/index.js";
+import { recordingMeters } from "../helpers/otel.js";
+import { DEAD, POLL, STALL, harness } from "../helpers/supervisor.js";
+
+const root = mkdtempSync(join(tmpdir(), "selfheal-intensity-"));
+afterAll(() => {
+  rmSync(root, { recursive: true, force: true });
+});
+
+type Harness = ReturnType<typeof harness>;
+
+/**
+ * The agent of issue 42: each process restores its snapshot, moves one step past it (and
+ * snapshots that), then stalls there for good, beating by keep-alive and deaf to nudges; it
+ * acknowledges a context reset. Call before each look.
+ */
+function creeping(h: Harness) {
+  let gen = 0;
+  let step = 0;
+  let stepAt = 0;
+  let startedAt = 0;
+  return () => {
+    const now = h.clock.now();
+    if (h.sv.currentGeneration !== gen) {
+      gen = h.sv.currentGeneration;
+      step++; // the snapshot's step, plus one
+      stepAt = now;
+      startedAt = now;
+    }
+    if (h.sent.at(-1)?.kind === "context_reset") h.state.ackedSeq = h.sent.length;
+    h.state.beat = {
+      v: 1,
+      sessionId: "s",
+      pid: 100 + gen,
+      stage: "llm_response",
+      stepIdx: step,
+      at: now,
+      stepAt,
+      startedAt,
+      gen,
+    };
+  };
+}
+
+/** Looks every POLL (the agent acting before each) until the supervisor gives up, or `max`. */
+async function lookUntilGivenUp(h: Harness, agent: () => void, max = 1_000) {
+  for (let i = 0; i < max; i++) {
+    agent();
+    await h.sv.tick();
+    if (h.sv.givenUp) return;
+    await h.clock.advance(POLL);
+  }
+}
+
+describe("a run that stalls again after every restart is given up on", () => {
+  it("one step past its snapshot, then a stall: the nudge fails, the reset and the rotations do not hold, and the 4th restart gives up", async () => {
+    const meters = recordingMeters();
+    const eventLog = join(root, "creep.jsonl");
+    const h = harness({
+      acked: true,
+      numbered: true,
+      supervisor: { agent: "creep", meterProvider: meters.meterProvider, eventLog },
+    });
+    await lookUntilGivenUp(h, creeping(h));
+    expect(h.sv.givenUp).toBe(true);
+    // One reset's restart and two rotations: 3 restarts, the limit; the 4th is refused.
+    expect(h.actions).toEqual(["restart:2", "rotate:3", "rotate:4"]);
+    expect(h.news().filter((e) => !e.startsWith("verdict:"))).toEqual([
+      "tier:nudge",
+      "nudge:failed",
+      "tier:context_reset",
+      "context_reset:failed",
+      "tier:rotation",
+      "rotation:failed",
+      "tier:rotation",
+      "rotation:failed",
+      "gave_up",
+    ]);
+    const tiers = h.events.flatMap((e) => (e.kind === "tier" ? [e.reason] : []));
+    expect(tiers[2]).toMatch(
+      /^context_reset did not hold: step 2 unmoved for 11 s in stage llm_response \(limit 10 s\); its last step was 2$/,
+    );
+    expect(h.events.at(-1)).toEqual({
+      kind: "gave_up",
+      at: h.t0 + 69_000,
+      reason: "3 restarts in the last 600 s (limit 3): giving up",
+      tier: "rotation",
+    });
+    // On virtual time, the bound of docs/watchdog.md: the first stall (step 1 at 0 s, stalled at
+    // 11 s), the nudge's 15 s, the reset acknowledged at the next look (27 s); then each process
+    // stalls again 11 s after its step (39 s, 53 s, 69 s), rotations waiting 2 s and 4 s before.
+    const ats = h.events.flatMap((e) => (e.kind === "tier" ? [(e.at - h.t0) / 1000] : []));
+    expect(ats).toEqual([11, 26, 39, 53]);
+
+    // The recoveries metric and the report count no recovery, one give-up.
+    const points = await meters.read();
+    const count = (tier: string, outcome: string) =>
+      points.get(`selfheal_watchdog_recoveries{agent=creep,tier=${tier},outcome=${outcome}}`);
+    expect(count("context_reset", "recovered")).toBe(0);
+    expect(count("context_reset", "failed")).toBe(1);
+    expect(count("rotation", "recovered")).toBe(0);
+    expect(count("rotation", "failed")).toBe(2);
+    expect(count("rotation", "gave_up")).toBe(1);
+    await h.sv.flush();
+    const review = reviewText(readFileSync(eventLog, "utf8")).watchdog;
+    expect(review.tiers).toEqual([
+      { tier: "nudge", runs: 1, recovered: 0, failed: 1, successRate: 0 },
+      { tier: "context_reset", runs: 1, recovered: 0, failed: 1, successRate: 0 },
+      { tier: "rotation", runs: 2, recovered: 0, failed: 2, successRate: 0 },
+    ]);
+    expect(review.gaveUp).toBe(1);
+    await meters.shutdown();
+  });
+
+  it("a context reset's restart counts: one restart allowed, a rotation, then a bloat gives up at Tier 2", async () => {
+    const meters = recordingMeters();
+    const h = harness({
+      supervisor: {
+        limits: { graceMs: 0, deadMs: DEAD, stallMs: STALL, tokenLimit: 100 },
+        intensity: { maxRestarts: 1, periodMs: 600_000, baseBackoffMs: 0, maxBackoffMs: 0 },
+        meterProvider: meters.meterProvider,
+      },
+    });
+    h.beat(5);
+    await h.sv.tick();
+    await h.sv.processDied("exit code 1");
+    h.beat(6);
+    await h.sv.tick();
+    await h.clock.advance(60_000); // the rotation's proof period
+    h.beat(7);
+    await h.sv.tick();
+    expect(h.news().at(-1)).toBe("rotation:recovered");
+    if (h.state.beat) h.state.beat.contextTokens = 99;
+    await h.clock.advance(POLL);
+    await h.sv.tick();
+    expect(h.actions).toEqual(["rotate:2"]);
+    expect(h.sv.givenUp).toBe(true);
+    expect(h.events.at(-1)).toEqual({
+      kind: "gave_up",
+      at: h.t0 + 60_000 + POLL,
+      reason: "1 restarts in the last 600 s (limit 1): giving up",
+      tier: "context_reset",
+    });
+    expect(h.sent).toEqual([]); // no reset sent when its restart is refused
+    const points = await meters.read();
+    const key = (tier: string) =>
+      `selfheal_watchdog_recoveries{agent=agent,tier=${tier},outcome=gave_up}`;
+    expect(points.get(key("context_reset"))).toBe(1);
+    expect(points.get(key("rotation"))).toBe(0);
+    await meters.shutdown();
+  });
+
+  it("a restart older than the period is forgotten: a run that fails again only now and then is not given up on", async () => {
+    const h = harness({
+      supervisor: {
+        intensity: { maxRestarts: 1, periodMs: 60_000, baseBackoffMs: 0, maxBackoffMs: 0 },
+      },
+    });
+    await h.sv.processDied("a");
+    await h.clock.advance(60_000);
+    await h.sv.processDied("b");
+    expect(h.actions).toEqual(["rotate:2", "rotate:3"]);
+    expect(h.sv.givenUp).toBe(false);
+  });
+});
+
+describe("recovered only when the run stays healthy for its proof period", () => {
+  it("progress, then a stall again within the nudge's period: the nudge did not hold, Tier 2 follows", async () => {
+    const h = harness();
+    h.beat(5, { stale: true });
+    await h.sv.tick();
+    await h.clock.advance(POLL);
+    h.beat(6);
+    await h.sv.tick();
+    expect(h.news()).toEqual(["verdict:stalled", "tier:nudge", "verdict:healthy"]);
+    // Step 6 unmoved past the stall limit, 12 s into the nudge's 15 s.
+    await h.clock.advance(STALL + POLL);
+    await h.sv.tick();
+    expect(h.news()).toEqual(["verdict:stalled", "nudge:failed", "tier:context_reset"]);
+    expect(h.events.at(-1)).toMatchObject({
+      reason: "nudge did not hold: step 6 unmoved for 11 s in stage tool_call (limit 10 s)",
+    });
+  });
+
+  it("a verdict worse than the next tier's goes to its own tier: dead during a nudge's period is rotated", async () => {
+    const h = harness({ supervisor: { limits: { graceMs: 0, deadMs: 5_000, stallMs: STALL } } });
+    h.beat(5, { stale: true });
+    await h.sv.tick();
+    await h.clock.advance(POLL);
+    h.beat(6);
+    await h.sv.tick();
+    await h.clock.advance(6_000);
+    await h.sv.tick();
+    expect(h.news()).toEqual([
+      "verdict:stalled",
+      "tier:nudge",
+      "verdict:healthy",
+      "verdict:session_dead",
+      "nudge:failed",
+      "tier:rotation",
+    ]);
+  });
+
+  it("a run that finishes (exits 0) within a tier's period recovered it; supervision stops", async () => {
+    const h = harness();
+    h.beat(5, { stale: true });
+    await h.sv.tick();
+    await h.clock.advance(POLL);
+    h.beat(6);
+    await h.sv.tick();
+    await h.sv.processFinished();
+    expect(h.news()).toEqual([
+      "verdict:stalled",
+      "tier:nudge",
+      "verdict:healthy",
+      "nudge:recovered",
+    ]);
+    await h.clock.advance(POLL);
+    await h.sv.tick();
+    expect(h.news()).toEqual([]);
+    expect(h.state.reads).toBe(2);
+  });
+
+  it("a run that finishes with no tier at work: nothing to say", async () => {
+    const h = harness();
+    h.beat(5);
+    await h.sv.tick();
+    await h.sv.processFinished();
+    expect(h.news()).toEqual(["verdict:healthy"]);
+  });
+});
+
+describe("the bound's options are checked, naming the bad field", () => {
+  const control = { restart: () => Promise.resolve(), rotate: () => Promise.resolve() };
+  const make = (options: Partial<ConstructorParameters<typeof Supervisor>[0]>) =>
+    new Supervisor({ sessionId: "s", stateDir: "/tmp/x", control, ...options });
+
+  it.each([
+    [
+      { intensity: { maxRestarts: -1 } },
+      "Supervisor.intensity.maxRestarts",
+      "a whole number >= 0, got -1",
+    ],
+    [
+      { intensity: { maxRestarts: 1.5 } },
+      "Supervisor.intensity.maxRestarts",
+      "a whole number >= 0, got 1.5",
+    ],
+    [
+      { intensity: { periodMs: 0 } },
+      "Supervisor.intensity.periodMs",
+      "a positive number of ms, got 0",
+    ],
+    [
+      { intensity: { periodMs: Infinity } },
+      "Supervisor.intensity.periodMs",
+      "a positive number of ms, got Infinity",
+    ],
+    [
+      { intensity: { baseBackoffMs: -1 } },
+      "Supervisor.intensity.baseBackoffMs",
+      "a number of ms >= 0, got -1",
+    ],
+    [
+      { intensity: { maxBackoffMs: NaN } },
+      "Supervisor.intensity.maxBackoffMs",
+      "a number of ms >= 0, got NaN",
+    ],
+    [{ proveMs: { rotation: -5 } }, "Supervisor.proveMs.rotation", "a number of ms >= 0, got -5"],
+    [{ pollMs: 0 }, "Supervisor.pollMs", "a positive number of ms, got 0"],
+  ])("%j: %s", (options, field, problem) => {
+    expect(() => make(options)).toThrow(SelfHealConfigError);
+    expect(() => make(options)).toThrow(`\`${field}\`: expected ${problem}`);
+  });
+
+  it("RestartIntensity on its own names its own fields", () => {
+    expect(() => new RestartIntensity({ maxRestarts: -1 })).toThrow(
+      "`RestartIntensity.maxRestarts`: expected a whole number >= 0",
+    );
+  });
+
+  it("0 restarts allowed: the first restart gives up", async () => {
+    const h = harness({ supervisor: { intensity: { maxRestarts: 0 } } });
+    await h.sv.processDied("a");
+    expect(h.actions).toEqual([]);
+    expect(h.sv.givenUp).toBe(true);
+  });
+});
