@@ -28,8 +28,12 @@ const VARIABLE_WORDS: readonly RegExp[] = [
   /^[0-9a-f]{8,}$/i, // a hash
 ];
 
-/** Punctuation around a word that is not part of it: `(429)`, `limit,`, `"x".` */
-const EDGE = /^[([{<]+|[)\]}>,;:.!?]+$/g;
+/**
+ * Punctuation around a word that is not part of it: `(429)`, `limit,`, `"x".` The trailing run
+ * starts only where a run starts (the lookbehind): a long run is scanned once, not once per
+ * character of it.
+ */
+const EDGE = /^[([{<]+|(?<![)\]}>,;:.!?])[)\]}>,;:.!?]+$/g;
 
 /** The words of `text`, variable ones masked. */
 export function templateWords(text: string): string[] {

@@ -69,7 +69,11 @@ const PATTERNS: readonly (readonly [RegExp, string | Replacer])[] = [
   [/\b(?:SK[0-9a-fA-F]{32}|key-[0-9a-f]{32}|dapi[0-9a-f]{32})\b/g, KEY],
   [/\b[0-9]{8,10}:AA[A-Za-z0-9_-]{30,40}\b/g, KEY],
   // JSON Web Tokens (two segments are enough: a token cut at the limit still goes).
-  [/\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]*)?/g, "[REDACTED_JWT]"],
+  // Starts only where a run of token characters starts: a long run is scanned once.
+  [
+    /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]*)?/g,
+    "[REDACTED_JWT]",
+  ],
   // Credentials in URLs: scheme://user:pass@host, scheme://:pass@host, scheme://long-token@host.
   [
     /\b([a-z][a-z0-9+.-]{1,15}:\/\/)(?:[^\s/:@]{0,64}:[^\s/@]{1,128}|[^\s/:@]{20,128})@/gi,
@@ -295,7 +299,7 @@ const PATH_WORD = /^[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)*$/;
  * characters, about 0.6% are kept; of 60 or more, about 0.1%.
  */
 function looksRandom(run: string): boolean {
-  const core = run.replace(/=+$/, "");
+  const core = run.replace(/={1,2}$/, ""); // the run ends in at most two (GENERIC's pattern)
   let upper = 0;
   let lower = 0;
   let digits = 0;
