@@ -4,7 +4,9 @@
  * worker 0 is sending and the others wait on its claim. The fake provider counts the charges.
  * `"refuse"` (the default): one charge, or none with FleetUnavailableError when Redis is not
  * back within the deadline. `"local"`: one charge per worker that could not ask (3), none more
- * once another worker was heard holding the key.
+ * once another worker was heard holding the key. A worker with the default
+ * `recovery.ledger.fleetWaitMs` (3 s): a keyed write with Redis stopped fails fast (within the
+ * wait, not the call's 60 s deadline), nothing charged, and the same key charges once after.
  */
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -23,6 +25,20 @@ const available = haveRedis("Redis idempotency ledger with the fleet down");
 const CHARGE_MS = 1_200;
 /** Every Redis command of a worker gives up after this long, ms. */
 const COMMAND_TIMEOUT_MS = 300;
+/**
+ * The three-worker fleets wait for the ledger as long as their deadlines (these scenarios are
+ * about counting: Redis back within the deadline, the restart grace included).
+ */
+const FLEET_WAIT_MS = 60_000;
+/** recovery.ledger.fleetWaitMs's default. */
+const DEFAULT_FLEET_WAIT_MS = 3_000;
+/**
+ * How late a worker's deadline timer may fire on a busy machine, ms: a call ends when its timer
+ * fires, and an event loop kept busy delays that. Kept under COMMAND_TIMEOUT_MS, the ask the
+ * call used to wait out past its deadline. The exact bound (the error at the deadline itself) is
+ * asserted on virtual time in test/engine/fleet-claim.test.ts.
+ */
+const TIMER_SLACK_MS = 250;
 
 /**
  * The limit on waits for what takes milliseconds on an idle machine: generous, so a busy one
@@ -67,6 +83,7 @@ describe.skipIf(!available)("three workers, one key, Redis away (real redis-serv
         {
           SELFHEAL_FLEET_LEDGER: ledger,
           SELFHEAL_FLEET_COMMAND_TIMEOUT_MS: String(COMMAND_TIMEOUT_MS),
+          SELFHEAL_FLEET_WAIT_MS: String(FLEET_WAIT_MS),
         },
       ),
     );
@@ -80,6 +97,13 @@ describe.skipIf(!available)("three workers, one key, Redis away (real redis-serv
     );
     return workers;
   }
+
+  /** How long a FleetUnavailableError says its call waited for the fleet, ms (its own clock). */
+  const waited = (reply: Reply | undefined): number => {
+    const ms = reply && !reply.ok && /could not be asked within (\d+) ms/.exec(reply.error)?.[1];
+    if (!ms) throw new Error(`not a FleetUnavailableError with its wait: ${JSON.stringify(reply)}`);
+    return Number(ms);
+  };
 
   /** Charges sent for `order` so far. */
   const charges = (order: string) => provider.charges.get(order) ?? 0;
@@ -159,6 +183,8 @@ describe.skipIf(!available)("three workers, one key, Redis away (real redis-serv
         "FleetUnavailableError",
         "FleetUnavailableError",
       ]);
+      // Each ended by its deadline, on its own clock (an ask is cut off at it, not waited out).
+      for (const reply of done) expect(waited(reply)).toBeLessThanOrEqual(1_500 + TIMER_SLACK_MS);
       // The claims that landed when Redis woke up were let go: the key can be sent once now.
       await sleep(300);
       const again = await workers[1]?.send<ChargeDone>({ cmd: "charge", order, at: 0 });
@@ -247,6 +273,73 @@ describe.skipIf(!available)("three workers, one key, Redis away (real redis-serv
         charges: charges(order),
         outcomes: done.map(outcome),
         lastAnswerAfterBackMs: Math.round(after),
+      });
+    }, 120_000);
+  });
+
+  describe("fleetWaitMs (default 3 s): a keyed write fails fast when the fleet cannot be asked", () => {
+    let solo: FleetProcess;
+    beforeAll(async () => {
+      // One worker of its own fleet, with the library's defaults for the wait and the deadline.
+      solo = FleetProcess.start(
+        3,
+        { redisUrl: redis.url, prefix: "wait", providerUrl: provider.server.url },
+        { SELFHEAL_FLEET_COMMAND_TIMEOUT_MS: String(COMMAND_TIMEOUT_MS) },
+      );
+      fleets.push(solo);
+      await solo.ready();
+      await solo.send<ChargeDone>({ cmd: "charge", order: "wait-warm", at: 0 });
+    }, 120_000);
+
+    it("Redis stopped: FleetUnavailableError within the wait, not the 60 s deadline; nothing charged; after SIGCONT the key charges once", async () => {
+      const order = "wait-stop";
+      stop();
+      const asked = performance.now();
+      const reply = await solo.ask({ cmd: "charge", order, at: 0 }, 90_000);
+      const tookMs = performance.now() - asked;
+      resume();
+      expect(outcome(reply)).toBe("FleetUnavailableError");
+      // The bound on the library's own clock: the wait, plus one second.
+      expect(waited(reply)).toBeLessThanOrEqual(DEFAULT_FLEET_WAIT_MS + 1_000);
+      // From outside, only that it did not wait out the call's 60 s deadline: the margin is for
+      // a busy machine (the wait itself is asserted above, on the library's clock).
+      expect(tookMs).toBeLessThan(30_000);
+      expect(charges(order)).toBe(0);
+      expect(provider.requests.filter((r) => r.key === order)).toEqual([]);
+      // The claims that landed when Redis woke up are let go: the same key is sent once now.
+      const again = await solo.send<ChargeDone>({
+        cmd: "charge",
+        order,
+        at: 0,
+        deadlineMs: 30_000,
+      });
+      expect(again.value.chargeId).toBe(`ch_${order}_1`);
+      expect(again.replayed).toBe(false);
+      expect(charges(order)).toBe(1);
+      const replayed = await solo.send<ChargeDone>({ cmd: "charge", order, at: 0 });
+      expect(replayed.replayed).toBe(true);
+      expect(charges(order)).toBe(1);
+      measured.push({
+        scenario: "default fleetWaitMs, SIGSTOP, 60 s deadline",
+        charges: charges(order),
+        outcomes: [
+          `${outcome(reply)} after ${waited(reply)} ms (${Math.round(tookMs)} ms outside)`,
+        ],
+      });
+    }, 120_000);
+
+    it("a deadline shorter than the wait ends the call at its deadline", async () => {
+      const order = "wait-deadline";
+      stop();
+      const reply = await solo.ask({ cmd: "charge", order, at: 0, deadlineMs: 700 });
+      resume();
+      expect(outcome(reply)).toBe("FleetUnavailableError");
+      expect(waited(reply)).toBeLessThanOrEqual(700 + TIMER_SLACK_MS);
+      expect(charges(order)).toBe(0);
+      measured.push({
+        scenario: "default fleetWaitMs, SIGSTOP, 700 ms deadline",
+        charges: 0,
+        outcomes: [`${outcome(reply)} after ${waited(reply)} ms`],
       });
     }, 120_000);
   });
