@@ -3,7 +3,6 @@
  * server), and shows selfheal heal the agent: the timeline as it happens (incidents, recoveries,
  * health, breakers, pages), then the figures beside the same run without selfheal.
  */
-import { parseArgs } from "node:util";
 import {
   LONG_RUNS,
   runLongRuns,
@@ -12,7 +11,7 @@ import {
 } from "../sim/long-runs.js";
 import { NO_RECOVERY, runLengthMs, runScenario, type TimelineEntry } from "../sim/run.js";
 import { SCENARIOS } from "../sim/scenarios.js";
-import { oneLine } from "../telemetry/redact.js";
+import { oneLine, safeJson } from "../telemetry/redact.js";
 import {
   figuresOf,
   longRunText,
@@ -22,6 +21,7 @@ import {
   timelineLine,
 } from "./demo-text.js";
 import { UsageError } from "./errors.js";
+import { parseFlags } from "./flags.js";
 import { eventLogFlag, metricsPortFlag, startCliTelemetry, stopCliTelemetry } from "./telemetry.js";
 
 /** --speed bounds: slower would wait longer than a timer can; faster is "as fast as it runs". */
@@ -83,9 +83,7 @@ function printLongRuns(
 ): void {
   if (json) {
     const { timeline } = night;
-    console.log(
-      JSON.stringify({ ...figuresOf(night), withoutSelfheal: figuresOf(without), timeline }),
-    );
+    console.log(safeJson({ ...figuresOf(night), withoutSelfheal: figuresOf(without), timeline }));
     return;
   }
   console.log(
@@ -96,19 +94,14 @@ function printLongRuns(
 
 // Long on purpose: one command's flags, run and printout, read top to bottom.
 export async function demo(argv: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      scenario: { type: "string", default: "provider-outage" },
-      speed: { type: "string" },
-      json: { type: "boolean", default: false },
-      "metrics-port": { type: "string" },
-      "event-log": { type: "string" },
-      list: { type: "boolean", default: false },
-      help: { type: "boolean", short: "h", default: false },
-    },
-    strict: true,
-    allowPositionals: false,
+  const { values } = parseFlags(argv, {
+    scenario: { type: "string", default: "provider-outage" },
+    speed: { type: "string" },
+    json: { type: "boolean", default: false },
+    "metrics-port": { type: "string" },
+    "event-log": { type: "string" },
+    list: { type: "boolean", default: false },
+    help: { type: "boolean", short: "h", default: false },
   });
   if (values.help) {
     console.log(DEMO_USAGE);
@@ -169,7 +162,7 @@ export async function demo(argv: string[]): Promise<void> {
   const say = (atMs: number, kind: string, color: number, text: string) => {
     if (!live) return;
     if (progress) process.stdout.write("\r\u001b[K");
-    console.log(timelineLine(atMs, runMs, kind, text, (k) => paint(color, k)));
+    console.log(timelineLine(atMs, runMs, kind, oneLine(text), (k) => paint(color, k)));
   };
   const sink = {
     ...(eventLog !== undefined && { eventLog }),
@@ -219,9 +212,7 @@ export async function demo(argv: string[]): Promise<void> {
   const without = await runScenario(scenario, { policy: NO_RECOVERY, startMs: sink.startMs });
   if (values.json) {
     const { timeline } = result;
-    console.log(
-      JSON.stringify({ ...figuresOf(result), withoutSelfheal: figuresOf(without), timeline }),
-    );
+    console.log(safeJson({ ...figuresOf(result), withoutSelfheal: figuresOf(without), timeline }));
     return;
   }
   const graceMinutes = (runMs - scenario.durationMs) / 60_000;

@@ -2,9 +2,12 @@
  * `selfheal report FILE.jsonl [MORE.jsonl ...] [--html OUT.html]`: the weekly review of a recovery
  * event log (recovery.eventLog), as text and optionally as a self-contained HTML page.
  */
+import { fstatSync } from "node:fs";
 import { access, constants, stat, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
-import { parseArgs } from "node:util";
+import { isatty } from "node:tty";
+import { fileKind, notRegularFile } from "../file-kind.js";
+import { STDIN } from "../report/read.js";
 import { parseTime, type Period } from "../report/period.js";
 import { ioProblem, reviewFiles } from "../report/review-files.js";
 import { renderHtml } from "../report/render-html.js";
@@ -13,11 +16,12 @@ import {
   renderText,
   renderThresholdSuggestions,
 } from "../report/render-text.js";
-import { oneLine } from "../telemetry/redact.js";
+import { oneLine, safeJson } from "../telemetry/redact.js";
 import { UsageError } from "./errors.js";
+import { parseFlags } from "./flags.js";
 
 export const REPORT_USAGE = `Usage: selfheal report FILE.jsonl [MORE.jsonl ...] [--since T] [--until T] [--compare-previous]
-                       [--html OUT.html] [--suggest-rules OUT.json] [--suggest-thresholds]
+                       [--html OUT.html] [--suggest-rules OUT.json] [--suggest-thresholds [--json]]
                        [--tz ZONE]
 
 Reads a recovery event log (the JSONL file of recovery.eventLog) and prints the review: top
@@ -25,7 +29,9 @@ failure patterns, UNKNOWN share and sample texts per tool (the rules to write), 
 each strategy, the outcomes, MTTR percentiles and cost per incident. With one FILE, its rotated
 files FILE.1, FILE.2, ... are read too, oldest first; with several, exactly those, in order.
 Lines that are not recovery events are counted, named and left out; a file set with no event
-at all exits 2.
+at all exits 2. FILE is a regular file (a pipe, device or folder exits 2 at once), or - for
+standard input (a pipe or a redirected file). Text from the log is redacted and printed with its
+control characters as escapes; the lines to paste are quoted for POSIX shells.
 
 Options:
   --since T                 review from T: an ISO date or time (2026-11-23, 2026-11-23T08:00Z),
@@ -43,10 +49,13 @@ Options:
                             propose, per tool and per stage, the settings that would have flagged
                             its incidents without false alarms on its quiet hours: the evidence,
                             then the config to paste
+  --json                    with --suggest-thresholds: print only the suggestions, as one JSON
+                            document (docs/cli.md describes it), instead of the review
   -h, --help                this help`;
 
 /** `file`, preceded by its rotated files, oldest first: FILE.N ... FILE.1, FILE. */
 async function rotatedSet(file: string): Promise<string[]> {
+  if (file === STDIN) return [file];
   const older: string[] = [];
   for (let i = 1; i <= 10_000; i++) {
     const candidate = `${file}.${i}`;
@@ -60,18 +69,42 @@ async function rotatedSet(file: string): Promise<string[]> {
   return [...older, file];
 }
 
-/** Each input is a readable file: else one line, exit 2, before any work. */
+/**
+ * Standard input, when it is a pipe, a socket or a redirected regular file: a terminal would wait
+ * for typing, a device (`< /dev/zero`) never end.
+ */
+function checkStdin(): { dev: number; ino: number } {
+  const s = fstatSync(0);
+  if (isatty(0))
+    throw new UsageError("cannot read - (standard input): a terminal; pipe the log in, or name it");
+  if (!(s.isFile() || s.isFIFO() || s.isSocket()))
+    throw new UsageError(`cannot read - (standard input): ${fileKind(s)}`);
+  return { dev: s.dev, ino: s.ino };
+}
+
+/**
+ * Each input is a readable regular file (or `-`, once): else one line, exit 2, before any work.
+ * A path is looked at, never opened here: opening a FIFO with no writer blocks.
+ */
 async function checkInputs(files: string[]): Promise<{ dev: number; ino: number }[]> {
+  if (files.filter((f) => f === STDIN).length > 1)
+    throw new UsageError("- (standard input) can be read once only");
   const ids: { dev: number; ino: number }[] = [];
   for (const file of files) {
+    if (file === STDIN) {
+      ids.push(checkStdin());
+      continue;
+    }
+    let problem: string | undefined;
     try {
       const s = await stat(file);
-      if (s.isDirectory()) throw Object.assign(new Error("is a folder"), { code: "EISDIR" });
-      await access(file, constants.R_OK);
+      problem = notRegularFile(s);
+      if (problem === undefined) await access(file, constants.R_OK);
       ids.push({ dev: s.dev, ino: s.ino });
     } catch (error) {
-      throw new UsageError(`cannot read ${file}: ${ioProblem(error)}`);
+      problem = ioProblem(error);
     }
+    if (problem !== undefined) throw new UsageError(`cannot read ${file}: ${problem}`);
   }
   return ids;
 }
@@ -103,14 +136,14 @@ async function checkTarget(
     throw new UsageError(`refusing to write the ${what} over the input file ${same}`);
 }
 
-/** Writes `text` to `out`, or one line and exit 2. */
-async function writeOut(out: string, text: string): Promise<void> {
+/** Writes `text` to `out` and says so (`say`), or one line and exit 2. */
+async function writeOut(out: string, text: string, say: (line: string) => void): Promise<void> {
   try {
     await writeFile(out, text);
   } catch (error) {
     throw new UsageError(`cannot write ${out}: ${ioProblem(error)}`);
   }
-  console.log(`\nwrote ${oneLine(out)}`);
+  say(`wrote ${oneLine(out)}`);
 }
 
 /** `--since`, `--until`, `--compare-previous`: the period, or one line and exit 2. */
@@ -156,21 +189,21 @@ function zoneFlag(zone: string | undefined): string {
 }
 
 export async function report(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    options: {
+  const { values, positionals } = parseFlags(
+    argv,
+    {
       html: { type: "string" },
       "suggest-rules": { type: "string" },
       "suggest-thresholds": { type: "boolean", default: false },
+      json: { type: "boolean", default: false },
       since: { type: "string" },
       until: { type: "string" },
       "compare-previous": { type: "boolean", default: false },
       tz: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
-    strict: true,
-    allowPositionals: true,
-  });
+    { allowPositionals: true },
+  );
   if (values.help) {
     console.log(REPORT_USAGE);
     return;
@@ -178,6 +211,11 @@ export async function report(argv: string[]): Promise<void> {
   const [first] = positionals;
   if (first === undefined)
     throw new UsageError("report needs the event log: selfheal report FILE.jsonl");
+  const json = values.json;
+  if (json && !values["suggest-thresholds"])
+    throw new UsageError(
+      "--json goes with --suggest-thresholds (the review itself is text, or a page with --html)",
+    );
   const files = positionals.length === 1 ? await rotatedSet(first) : positionals;
   const ids = await checkInputs(files);
   const rulesOut = values["suggest-rules"];
@@ -202,12 +240,20 @@ export async function report(argv: string[]): Promise<void> {
         : "the file is empty";
     throw new UsageError(`no recovery events in ${files.join(", ")} (${why})`);
   }
-  console.log(renderText(review, { previous, timeZone }));
-  if (rulesOut !== undefined) console.log(`\n${renderRuleSuggestions(review.rules)}`);
-  if (values["suggest-thresholds"])
-    console.log(`\n${renderThresholdSuggestions(review.thresholds)}`);
+  if (json) {
+    // stdout holds the one JSON document; what was written is said on stderr.
+    console.log(safeJson({ version: 1, ...review.thresholds }));
+  } else {
+    console.log(renderText(review, { previous, timeZone }));
+    if (rulesOut !== undefined) console.log(`\n${renderRuleSuggestions(review.rules)}`);
+    if (values["suggest-thresholds"])
+      console.log(`\n${renderThresholdSuggestions(review.thresholds)}`);
+  }
+  const said = (line: string) => {
+    if (json) process.stderr.write(`${line}\n`);
+    else console.log(`\n${line}`);
+  };
   if (values.html !== undefined)
-    await writeOut(values.html, renderHtml(review, { previous, timeZone }));
-  if (rulesOut !== undefined)
-    await writeOut(rulesOut, `${JSON.stringify(review.rules.file, null, 2)}\n`);
+    await writeOut(values.html, renderHtml(review, { previous, timeZone }), said);
+  if (rulesOut !== undefined) await writeOut(rulesOut, `${safeJson(review.rules.file, 2)}\n`, said);
 }

@@ -2,12 +2,12 @@
  * `selfheal status --redis URL`: the fleet's health as the workers share it in Redis. ioredis is
  * loaded only here, and only when the command runs: the other commands work without it.
  */
-import { parseArgs } from "node:util";
 import type { ScopeHealth, SignalReading } from "../health/evaluator.js";
 import type { FleetStatus } from "../redis/fleet.js";
 import type { HealthStatus } from "../telemetry/conventions.js";
-import { oneLine } from "../telemetry/redact.js";
+import { oneLine, safeJson } from "../telemetry/redact.js";
 import { CommandFailedError, UsageError } from "./errors.js";
+import { parseFlags } from "./flags.js";
 
 export const STATUS_USAGE = `Usage: selfheal status --redis URL [--prefix P] [--agent NAME] [--json]
 
@@ -192,19 +192,14 @@ export function renderStatus(fleet: FleetStatus, shownUrl: string): string {
 }
 
 /** The flags of `status`; parseArgs's own errors (usage errors) with URLs hidden. */
-function parseFlags(argv: string[]) {
+function statusFlags(argv: string[]) {
   try {
-    return parseArgs({
-      args: argv,
-      options: {
-        redis: { type: "string" },
-        prefix: { type: "string", default: "selfheal" },
-        agent: { type: "string" },
-        json: { type: "boolean", default: false },
-        help: { type: "boolean", short: "h", default: false },
-      },
-      strict: true,
-      allowPositionals: false,
+    return parseFlags(argv, {
+      redis: { type: "string" },
+      prefix: { type: "string", default: "selfheal" },
+      agent: { type: "string" },
+      json: { type: "boolean", default: false },
+      help: { type: "boolean", short: "h", default: false },
     }).values;
   } catch (error) {
     if (error instanceof Error) error.message = hideUrls(error.message, argv); // its code is kept
@@ -213,7 +208,7 @@ function parseFlags(argv: string[]) {
 }
 
 export async function status(argv: string[]): Promise<void> {
-  const values = parseFlags(argv);
+  const values = statusFlags(argv);
   if (values.help) {
     console.log(STATUS_USAGE);
     return;
@@ -250,5 +245,6 @@ export async function status(argv: string[]): Promise<void> {
     );
     throw new CommandFailedError(`cannot read the fleet from ${target.shown}: ${message}`);
   }
-  console.log(values.json ? JSON.stringify(fleet) : renderStatus(fleet, target.shown));
+  // Names come from Redis, which anyone with its password writes: nothing raw reaches the terminal.
+  console.log(values.json ? safeJson(fleet) : renderStatus(fleet, target.shown));
 }

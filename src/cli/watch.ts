@@ -7,7 +7,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { constants } from "node:os";
-import { parseArgs } from "node:util";
 import { wallClock } from "../clock.js";
 import { lastGeneration, WATCH_ENV } from "../watchdog/agent.js";
 import { cleanStaleTemps, heartbeatFile, isSessionId, isStage } from "../watchdog/heartbeat.js";
@@ -18,7 +17,10 @@ import {
   type SupervisorOptions,
 } from "../watchdog/supervisor.js";
 import { DEFAULT_LIMITS, evaluate, type Limits } from "../watchdog/verdict.js";
+import { shellQuote } from "../report/shell-quote.js";
+import { oneLine, safeJson } from "../telemetry/redact.js";
 import { UsageError } from "./errors.js";
+import { parseFlags } from "./flags.js";
 import { eventLogFlag, metricsPortFlag, startCliTelemetry, stopCliTelemetry } from "./telemetry.js";
 
 export const WATCH_USAGE = `Usage: selfheal watch --state-dir DIR [options] -- COMMAND [ARGS...]
@@ -118,9 +120,9 @@ export async function watch(argv: string[]): Promise<void> {
   const split = argv.indexOf("--");
   const own = split === -1 ? argv : argv.slice(0, split);
   const command = split === -1 ? [] : argv.slice(split + 1);
-  const { values } = parseArgs({
-    args: own,
-    options: {
+  const { values } = parseFlags(
+    own,
+    {
       "state-dir": { type: "string" },
       session: { type: "string", default: "agent" },
       "token-limit": { type: "string" },
@@ -140,7 +142,12 @@ export async function watch(argv: string[]): Promise<void> {
       json: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
     },
-  });
+    {
+      // `selfheal watch --state-dir d node -e 1`: the command was meant to come after --.
+      positionals: (rest) =>
+        `the agent's command goes after --: selfheal watch [options] -- ${rest.map((a) => shellQuote(a) ?? a).join(" ")}`,
+    },
+  );
   if (values.help) {
     console.log(WATCH_USAGE);
     return;
@@ -225,7 +232,10 @@ async function once(
         stepIdx: read.heartbeat.stepIdx,
       }
     : { session, verdict: "unreadable", reason: `heartbeat ${read.problem}: ${read.detail}` };
-  console.log(json ? JSON.stringify(result) : `${session}: ${result.verdict} (${result.reason})`);
+  // The reason quotes the heartbeat, which the agent writes: shown, never obeyed by the terminal.
+  console.log(
+    json ? safeJson(result) : oneLine(`${session}: ${result.verdict} (${result.reason})`),
+  );
 }
 
 /** What `supervise` passes to the supervisor: all but the control, alerts and events it owns. */
@@ -268,7 +278,8 @@ function supervise(command: string[], options: WatchOptions): Promise<number> {
   const { stateDir = "", sessionId } = options;
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
   const [file = "", ...args] = command;
-  const say = (line: string) => process.stderr.write(`selfheal watch: ${line}\n`);
+  // Reasons and alerts quote the heartbeat and the command: one line each, escapes shown.
+  const say = (line: string) => process.stderr.write(`selfheal watch: ${oneLine(line)}\n`);
   let child: ChildProcess | undefined;
   let replacing = false;
   return new Promise<number>((resolve) => {

@@ -213,6 +213,12 @@ const WATCHDOG_KINDS: Record<string, readonly string[]> = {
   gave_up: ["reason"],
 };
 
+/**
+ * A value from a line, as a complaint quotes it: redacted (`{"type":"sk-proj-..."}` names no key),
+ * escaped and cut to 64 characters.
+ */
+const shownValue = (v: unknown): string => redact(JSON.stringify(v) ?? String(v), 64);
+
 /** Why `value` is not a watchdog line (`WatchdogLogLine`), or undefined when it is one. */
 export function watchdogProblem(e: Record<string, unknown>): string | undefined {
   if (!isFiniteNumber(e.at) || Math.abs(e.at) > MAX_TIME) return "at is not a time";
@@ -223,7 +229,7 @@ export function watchdogProblem(e: Record<string, unknown>): string | undefined 
   if (e.kind === "limits") return limitsProblem(e);
   const fields = WATCHDOG_KINDS[e.kind as string];
   if (!Object.hasOwn(WATCHDOG_KINDS, e.kind as string) || !fields)
-    return `kind ${JSON.stringify(e.kind)} is not a watchdog event`;
+    return `kind ${shownValue(e.kind)} is not a watchdog event`;
   for (const key of fields) if (typeof e[key] !== "string") return `${key} is not a string`;
   return undefined;
 }
@@ -239,8 +245,7 @@ export function valueProblem(value: unknown): string | undefined {
   const e = value as Record<string, unknown>;
   if (type !== "watchdog" && type !== "calls" && type !== "thresholds") {
     // A newer version's line, or garbage: named, but never at length.
-    const shown = JSON.stringify(type);
-    return `type ${cutText(shown, 64)} is not one this version reads`;
+    return `type ${shownValue(type)} is not one this version reads`;
   }
   let problem: string | undefined;
   if (!isFiniteNumber(e.at) || Math.abs(e.at) > MAX_TIME) problem = "at is not a time";

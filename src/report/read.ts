@@ -1,4 +1,6 @@
-import { createReadStream } from "node:fs";
+import { constants, createReadStream } from "node:fs";
+import { open } from "node:fs/promises";
+import { notRegularFile } from "../file-kind.js";
 /**
  * Names a line in a complaint (`line 7`); a function when the name is built only if needed (the
  * reader's lines are mostly fine: a string per line would be garbage per line).
@@ -22,8 +24,32 @@ export interface LineSink {
 export const MAX_LINE_BYTES = 1024 * 1024;
 const NEWLINE = 0x0a;
 
+/** The name that reads standard input (`selfheal report -`). */
+export const STDIN = "-";
+
 /**
- * Streams a JSONL file into `builder`, one line at a time (a read stream and a line splitter,
+ * The stream of `file`'s bytes: standard input for STDIN, else a regular file only. The file is
+ * opened without blocking (O_NONBLOCK: a FIFO with no writer opens at once instead of waiting for
+ * one, and is then refused) and checked on its handle, so a path swapped after an earlier look
+ * cannot slip a device or a pipe in.
+ */
+async function openLog(file: string) {
+  const highWaterMark = 1024 * 1024;
+  // fd 0 stays open: it is the process's, not this reader's.
+  if (file === STDIN) return createReadStream("", { fd: 0, autoClose: false, highWaterMark });
+  const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    const problem = notRegularFile(await handle.stat());
+    if (problem !== undefined) throw new Error(problem);
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
+  return createReadStream("", { fd: handle, highWaterMark });
+}
+
+/**
+ * Streams a JSONL file (or standard input, STDIN) into `builder`, one line at a time (a read stream and a line splitter,
  * as node:readline, but with a cap on a line's length): memory stays at one chunk and one line
  * whatever the file's size. `label` prefixes the line numbers when several files are read.
  */
@@ -65,7 +91,7 @@ export async function readInto(
     parts.push(Buffer.from(piece));
     partBytes += piece.length;
   };
-  for await (const chunk of createReadStream(file, { highWaterMark: 1024 * 1024 })) {
+  for await (const chunk of await openLog(file)) {
     const buf = chunk as Buffer;
     let start = 0;
     for (let nl = buf.indexOf(NEWLINE, start); nl !== -1; nl = buf.indexOf(NEWLINE, start)) {

@@ -6,7 +6,7 @@
  * red worse). Times are written in one zone, said at the top.
  */
 import { NON_RETRYABLE_PATTERNS } from "../telemetry/conventions.js";
-import { oneLine } from "../telemetry/redact.js";
+import { oneLine, safeJson } from "../telemetry/redact.js";
 import type { Review } from "./analyze.js";
 import { change, formatTime, HEADLINE, pct, secs, usd, type Change } from "./format.js";
 import type { RenderOptions } from "./render-text.js";
@@ -395,11 +395,11 @@ function thresholdsSection(r: Review): string {
   const fragments = [
     ...Object.entries(s.health).map(
       ([agent, health]) =>
-        `createSelfHealing({ agent: ${JSON.stringify(agent)}, health: ${JSON.stringify(health, null, 2)} })`,
+        `createSelfHealing({ agent: ${safeJson(agent)}, health: ${safeJson(health, 2)} })`,
     ),
     ...Object.entries(s.watchdog).map(
       ([agent, limits]) =>
-        `new Supervisor({ agent: ${JSON.stringify(agent)}, limits: ${JSON.stringify(limits)} })`,
+        `new Supervisor({ agent: ${safeJson(agent)}, limits: ${safeJson(limits)} })`,
     ),
   ];
   return `<p>Each setting replayed over the period's 10-minute windows: <em>incident</em> windows had a recovery (or came after a latency shift), <em>quiet</em> ones had none in or next to them. A change is proposed only where it catches more incidents or raises fewer false alarms.</p>
@@ -407,7 +407,7 @@ ${changes.length ? table(SIGNAL_HEADERS, changes.map(signalRow), "thresholds") :
 ${rest.length ? folded(`${rest.length} tool signals with no change`, table(SIGNAL_HEADERS, rest.map(signalRow), "thresholds")) : ""}
 ${stageChanges.length ? table(STAGE_HEADERS, stageChanges.map(stageRow), "stages") : ""}
 ${stageRest.length ? folded(`${stageRest.length} watchdog stages with no change`, table(STAGE_HEADERS, stageRest.map(stageRow), "stages")) : ""}
-${fragments.length ? `<p>Apply these (<code>selfheal report LOG --suggest-thresholds</code> prints them too):</p><pre><code>${escape(fragments.join("\n\n")).replace(/\\n/g, "\n")}</code></pre>` : "<p>No change proposed: the current settings fit the period.</p>"}`;
+${fragments.length ? `<p>Apply these (<code>selfheal report LOG --suggest-thresholds</code> prints them too):</p><pre><code>${fragments.join("\n\n").split("\n").map(escape).join("\n")}</code></pre>` : "<p>No change proposed: the current settings fit the period.</p>"}`;
 }
 
 const STYLE = `body{font:14px/1.5 system-ui,sans-serif;margin:2rem auto;color:#1f2328;max-width:960px;padding:0 1rem}
@@ -421,6 +421,14 @@ h1{font-size:1.5rem;margin-bottom:.2rem}h2{font-size:1.15rem;margin-top:2.2rem;b
 table{border-collapse:collapse;margin:.5rem 0;font-size:13px}td,th{padding:.2rem .7rem;border-bottom:1px solid #d0d7de;text-align:left;vertical-align:top}
 th{background:#f6f8fa}code{background:#f6f8fa;padding:0 .3rem;font-size:12px;word-break:break-all}
 .step{white-space:nowrap}.step.bad{color:#cf222e}.step.good{color:#1a7f37}`;
+
+/**
+ * The page's Content-Security-Policy: nothing may load or run, only its own inline styles (the
+ * <style> element and style attributes) apply. Defence in depth: every text from the log is
+ * escaped, and the page has no script to begin with.
+ */
+export const CSP =
+  "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'";
 
 /** The review as one self-contained HTML page. */
 export function renderHtml(r: Review, options: RenderOptions = {}): string {
@@ -505,7 +513,9 @@ export function renderHtml(r: Review, options: RenderOptions = {}): string {
       ].join("\n")
     : "";
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>selfheal recovery review</title>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="${CSP}">
+<title>selfheal recovery review</title>
 <style>
 ${STYLE}
 </style></head><body>

@@ -1,6 +1,7 @@
-import { oneLine } from "../telemetry/redact.js";
+import { escapeControl, oneLine, safeJson } from "../telemetry/redact.js";
 import type { Review } from "./analyze.js";
 import { change, formatTime, HEADLINE, pct, secs, usd } from "./format.js";
+import { shellQuote } from "./shell-quote.js";
 import type { RuleFileRule, RuleSuggestions } from "./suggest-rules.js";
 import type { Replay, SignalAdvice, ThresholdSuggestions } from "./suggest-thresholds.js";
 
@@ -21,6 +22,13 @@ function table(headers: string[], rows: (string | number)[][]): string {
     "\n",
   );
 }
+
+/**
+ * The lines as the terminal gets them. Each name and text from the log is already on one line
+ * (`oneLine`) where it is put in; this last pass makes sure no control or bidi character of any
+ * of them reaches the terminal raw, whatever a renderer forgot.
+ */
+const terminalText = (lines: string[]) => escapeControl(lines.join("\n"));
 
 /** How to render: the previous period to compare with, the zone times are written in. */
 export interface RenderOptions {
@@ -70,7 +78,7 @@ export function renderText(r: Review, options: RenderOptions = {}): string {
       `Gave up (restart intensity reached): ${w.gaveUp}`,
     );
   }
-  return out.join("\n");
+  return terminalText(out);
 }
 
 type Section = (title: string, headers: string[], rows: (string | number)[][]) => void;
@@ -203,7 +211,9 @@ export function renderRuleSuggestions(s: RuleSuggestions): string {
         .join(", ");
       out.push(
         "",
-        `  ${r.name}: runs ${e.strategies.map((p) => (typeof p === "string" ? p : p.strategy)).join(" -> ") || "no strategy (passed on)"}; ${e.recovered} of ${e.samples} recovered${won ? ` (${won})` : ""}; tools ${e.tools.join(", ")}`,
+        oneLine(
+          `  ${r.name}: runs ${e.strategies.map((p) => (typeof p === "string" ? p : p.strategy)).join(" -> ") || "no strategy (passed on)"}; ${e.recovered} of ${e.samples} recovered${won ? ` (${won})` : ""}; tools ${e.tools.join(", ")}`,
+        ),
         ...e.examples.map((x) => `    - ${oneLine(x)}`),
       );
     }
@@ -212,7 +222,7 @@ export function renderRuleSuggestions(s: RuleSuggestions): string {
     out.push("", "Templates with no pattern to propose (read them; write a rule by hand):");
     for (const u of s.unclassified) out.push(`  - ${oneLine(u.template)} (x${u.samples})`);
   }
-  return out.join("\n");
+  return terminalText(out);
 }
 
 const matchText = (m: RuleFileRule["match"]) =>
@@ -276,7 +286,7 @@ export function renderThresholdSuggestions(s: ThresholdSuggestions): string {
       ),
     );
     for (const a of s.signals.filter((x) => x.suggested))
-      out.push(`  ${a.agent}/${a.tool} ${SIGNAL_NAMES[a.signal]}: ${a.reason}`);
+      out.push(oneLine(`  ${a.agent}/${a.tool} ${SIGNAL_NAMES[a.signal]}: ${a.reason}`));
   }
   if (s.stages.length) {
     out.push(
@@ -312,20 +322,38 @@ export function renderThresholdSuggestions(s: ThresholdSuggestions): string {
   }
   if (changes === 0) {
     out.push("", "No change proposed: the current settings fit the period.");
-    return out.join("\n");
+    return terminalText(out);
   }
-  out.push("", "Paste:");
+  out.push("", "Paste:", ...pasteLines(s));
+  return terminalText(out);
+}
+
+/**
+ * The config fragments to paste: names as JSON strings with every unsafe code point escaped
+ * (safeJson: the same value, nothing raw), and the watch line with each argument quoted for a
+ * POSIX shell. A stage no quoting makes safe to paste (a line break, a control character) is left
+ * out of the line, and said.
+ */
+function pasteLines(s: ThresholdSuggestions): string[] {
+  const out: string[] = [];
   for (const [agent, health] of Object.entries(s.health))
     out.push(
-      `createSelfHealing({ agent: ${JSON.stringify(agent)}, health: ${JSON.stringify(health, null, 2).replace(/\n/g, "\n  ")} });`,
+      `createSelfHealing({ agent: ${safeJson(agent)}, health: ${safeJson(health, 2).replace(/\n/g, "\n  ")} });`,
     );
   for (const [agent, limits] of Object.entries(s.watchdog)) {
-    out.push(
-      `new Supervisor({ agent: ${JSON.stringify(agent)}, limits: ${JSON.stringify(limits)}, ... });`,
-      `selfheal watch ${Object.entries(limits.stageStallMs)
-        .map(([stage, ms]) => `--stage-stall-ms ${stage}=${ms}`)
-        .join(" ")} ...`,
-    );
+    out.push(`new Supervisor({ agent: ${safeJson(agent)}, limits: ${safeJson(limits)}, ... });`);
+    const args: string[] = [];
+    const unsafe: string[] = [];
+    for (const [stage, ms] of Object.entries(limits.stageStallMs)) {
+      const arg = shellQuote(`${stage}=${ms}`);
+      if (arg === undefined) unsafe.push(stage);
+      else args.push(`--stage-stall-ms ${arg}`);
+    }
+    if (args.length) out.push(`selfheal watch ${args.join(" ")} ...`);
+    for (const stage of unsafe)
+      out.push(
+        `# stage ${safeJson(stage)} left out of the watch line: its name holds a line break or control character, which no shell quoting makes safe to paste`,
+      );
   }
-  return out.join("\n");
+  return out;
 }

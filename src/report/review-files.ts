@@ -8,7 +8,7 @@ import { Worker } from "node:worker_threads";
 import { oneLine } from "../telemetry/redact.js";
 import type { Review } from "./analyze.js";
 import { PeriodReviews, type Period } from "./period.js";
-import { readInto } from "./read.js";
+import { readInto, STDIN } from "./read.js";
 
 /** What to review: the files in order, the period, and whether to review the one before it. */
 export interface ReviewJob {
@@ -50,7 +50,8 @@ export async function reviewFilesHere(job: ReviewJob): Promise<FilesReview> {
   const reviews = new PeriodReviews(job.period, job.comparePrevious);
   for (const file of job.files) {
     try {
-      await readInto(file, reviews, job.files.length > 1 ? oneLine(file) : undefined);
+      const label = file === STDIN ? "stdin" : oneLine(file);
+      await readInto(file, reviews, job.files.length > 1 ? label : undefined);
     } catch (error) {
       return { ok: false, file, problem: ioProblem(error) };
     }

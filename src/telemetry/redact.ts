@@ -339,20 +339,48 @@ const GENERIC: readonly (readonly [RegExp, string | Replacer])[] = [
   ],
 ];
 
-/** C0 and C1 controls but tab and line feed, DEL, line/paragraph separators, bidi overrides. */
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
-// eslint-disable-next-line no-control-regex
-const CONTROL_OR_NEWLINE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+/*
+ * What no printed text may carry raw: C0 and C1 controls, DEL, line/paragraph separators, bidi
+ * embeddings, overrides, isolates and marks (U+202A-E, U+2066-9, U+200E-F, U+061C), and the
+ * invisible format characters that can hide or smuggle text: soft hyphen, Mongolian vowel
+ * separator, zero-width space, word joiner and invisible operators, deprecated format controls,
+ * BOM, interlinear annotations, and Unicode tags (U+E0000-E007F, a surrogate pair each). Zero-width
+ * joiners (U+200C-D) are kept: emoji and scripts need them.
+ */
+/** Every unsafe code point but tab and line feed. */
+const CONTROL =
+  // eslint-disable-next-line no-control-regex
+  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b\u200e\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]|\udb40[\udc00-\udc7f]/g;
+/** Every unsafe code point, tab and line feed included. */
+const CONTROL_OR_NEWLINE =
+  // eslint-disable-next-line no-control-regex
+  /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b\u200e\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]|\udb40[\udc00-\udc7f]/g;
 
 const escapeChar = (c: string): string => {
   if (c === "\n") return "\\n";
   if (c === "\r") return "\\r";
   if (c === "\t") return "\\t";
-  const code = c.charCodeAt(0);
-  // Every escaped code point above 0xff (U+2028 to U+2069) has four hex digits.
-  return code <= 0xff ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16)}`;
+  const code = c.codePointAt(0) ?? 0;
+  if (code <= 0xff) return `\\x${code.toString(16).padStart(2, "0")}`;
+  return code <= 0xffff ? `\\u${code.toString(16).padStart(4, "0")}` : `\\u{${code.toString(16)}}`;
 };
+
+/** Each UTF-16 unit of `c` as `\uXXXX`: how JSON writes any code point. */
+const jsonEscape = (c: string): string => {
+  let out = "";
+  for (let i = 0; i < c.length; i++) out += `\\u${c.charCodeAt(i).toString(16).padStart(4, "0")}`;
+  return out;
+};
+
+/**
+ * `JSON.stringify(value, null, space)` with every unsafe code point a `\uXXXX` escape: still JSON,
+ * parsing to the same value, but safe to print and to paste (JSON.stringify itself writes DEL, C1
+ * controls, bidi overrides and U+2028 raw). Raw tabs and line feeds in its output are its own
+ * indentation (it escapes them in strings), and stay.
+ */
+export function safeJson(value: unknown, space?: number): string {
+  return (JSON.stringify(value, null, space) ?? "null").replace(CONTROL, jsonEscape);
+}
 
 /**
  * Makes control characters visible (`\x1b`, `\r`, `\u202e`) so text cannot move the cursor,

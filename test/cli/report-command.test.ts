@@ -236,7 +236,7 @@ describe("selfheal report (in process): inputs it cannot read, exit 2 before any
 
   it("a folder", async () => {
     const dir = folder();
-    await expectUsage([dir], `cannot read ${dir}: is a folder (EISDIR)`);
+    await expectUsage([dir], `cannot read ${dir}: a directory, not a regular file`);
   });
 
   it("a file it may not read (checked with access R_OK)", async () => {
@@ -567,7 +567,7 @@ describe("selfheal report --suggest-thresholds (in process)", () => {
     const run = await cli("report", week(folder(), 2));
     expect(run.stdout).not.toContain("Suggested thresholds");
     const help = await cli("report", "--help");
-    expect(help.stdout).toContain("[--suggest-thresholds]");
+    expect(help.stdout).toContain("[--suggest-thresholds [--json]]");
     expect(help.stdout).toMatch(/^ {2}--suggest-thresholds +replay the health thresholds/m);
   });
 });

@@ -457,7 +457,7 @@ describe("renderHtml", () => {
         ].join("\n"),
       ),
     );
-    for (const raw of ["<c>", '"d', "d'", "\u001b"]) expect(page).not.toContain(raw);
+    for (const raw of ["<c>", `"d'`, "\u001b"]) expect(page).not.toContain(raw);
     expect(page).toContain(
       `<li>line 5: watchdog event: kind &quot;a&amp;b&lt;c&gt;\\&quot;d&#39;e\\u001b&quot; is not a watchdog event</li>`,
     );
