@@ -7,6 +7,7 @@
  */
 import { readFileSync, statSync } from "node:fs";
 import { SelfHealConfigError } from "../errors.js";
+import { notRegularFile } from "../file-kind.js";
 import type { Matcher, Rule } from "./rules.js";
 
 /** Largest rule file read, bytes: a rule file is a few KB; more is not a rule file. */
@@ -78,7 +79,8 @@ export function readRuleFile(path: string): Rule[] {
   try {
     // A regular file of sane size: a FIFO or a device would block or never end.
     const stats = statSync(path);
-    if (!stats.isFile()) throw new SelfHealConfigError(FIELD, `${path}: not a regular file`);
+    const notRegular = notRegularFile(stats);
+    if (notRegular !== undefined) throw new SelfHealConfigError(FIELD, `${path}: ${notRegular}`);
     if (stats.size > MAX_BYTES)
       throw new SelfHealConfigError(FIELD, `${path}: larger than ${MAX_BYTES} bytes`);
     text = readFileSync(path, "utf8");

@@ -1,5 +1,6 @@
 import { constants } from "node:fs";
 import { open } from "node:fs/promises";
+import { notRegularFile } from "../file-kind.js";
 import type { Heartbeat } from "./heartbeat.js";
 
 /**
@@ -94,7 +95,8 @@ async function readBounded(file: string, maxBytes: number): Promise<string | Unr
   }
   try {
     const stat = await handle.stat();
-    if (!stat.isFile()) return bad("not_a_file", `${kind(stat)}, not a regular file`);
+    const notRegular = notRegularFile(stat);
+    if (notRegular !== undefined) return bad("not_a_file", notRegular);
     if (stat.size > maxBytes) return bad("too_large", `${stat.size} bytes (limit ${maxBytes})`);
     // One byte over its size tells a file that grew since fstat (written in place, not renamed
     // over: a partial read) from one that did not.
@@ -134,21 +136,6 @@ function failed(error: unknown): Unread {
   // A directory on some systems, a Unix socket (ENXIO), a FIFO opened for writing elsewhere.
   if (code === "EISDIR" || code === "ENXIO") return bad("not_a_file", code);
   return bad("garbage", code ?? "unreadable");
-}
-
-function kind(stat: {
-  isDirectory(): boolean;
-  isFIFO(): boolean;
-  isCharacterDevice(): boolean;
-  isBlockDevice(): boolean;
-  isSocket(): boolean;
-}): string {
-  if (stat.isDirectory()) return "a directory";
-  if (stat.isFIFO()) return "a named pipe";
-  if (stat.isCharacterDevice()) return "a character device";
-  if (stat.isBlockDevice()) return "a block device";
-  if (stat.isSocket()) return "a socket";
-  return "not a file";
 }
 
 const bad = (problem: Unreadable, detail: string): Unread => ({ ok: false, problem, detail });

@@ -207,12 +207,12 @@ const BAD_FILES: [string, () => string, (path: string) => string | RegExp][] = [
     made("rules.d", (p) => {
       mkdirSync(p);
     }),
-    (p) => `${p}: not a regular file`,
+    (p) => `${p}: a directory, not a regular file`,
   ],
   [
     "a FIFO (refused without opening it: a read would block)",
     made("rules.fifo", fifo),
-    (p) => `${p}: not a regular file`,
+    (p) => `${p}: a named pipe, not a regular file`,
   ],
   [
     "a file over 1 MiB",
