@@ -1,0 +1,208 @@
+/**
+ * Hostile input against users' rules: whatever a rule file, a rule in code or a suggestion holds,
+ * matching runs on the linear engine. Outcomes only: a rule that backtracked would not end, and
+ * fail its test by vitest's timeout (the cost is measured in bench/linear-rules.ts).
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { checkSync } from "recheck";
+import { afterAll, describe, expect, it } from "vitest";
+import { compileLinear, MAX_PROGRAM_SIZE, toRe2Syntax } from "../../src/diagnosis/linear-regex.js";
+import { parseRuleFile } from "../../src/diagnosis/rule-file.js";
+import { compileRules, matchesFacts, type Rule } from "../../src/diagnosis/rules.js";
+import { readErrorFacts } from "../../src/diagnosis/error-facts.js";
+import { RuleSuggester } from "../../src/report/suggest-rules.js";
+import { configError, virtualInstance } from "../helpers/engine.js";
+
+const dir = mkdtempSync(join(tmpdir(), "selfheal-linear-"));
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const fileOf = (message: string[], name = "mine"): string => {
+  const path = join(dir, `${name}-${Math.abs(message.join().length)}.json`);
+  writeFileSync(
+    path,
+    JSON.stringify({
+      version: 1,
+      rules: [{ name, pattern: "SERVICE_DOWN", confidence: 0.6, match: { message } }],
+    }),
+  );
+  return path;
+};
+
+const OLD_SUGGESTION = String.raw`Upstream\W+shard\W+\S+\W+refused\W+the\W+write`;
+
+describe("a rule that froze V8 for 55 s", () => {
+  it("returns at once on the hostile text, and still matches the error it was made for", async () => {
+    const { sh } = virtualInstance({ diagnosis: { ruleFile: fileOf([OLD_SUGGESTION]) } });
+    for (const size of [3_000, 4_096, 1_000_000])
+      expect((await sh.diagnose(new Error(`Upstream shard${"!".repeat(size)}`))).pattern).toBe(
+        "UNKNOWN",
+      );
+    expect(await sh.diagnose(new Error("Upstream shard 7 refused the write"))).toMatchObject({
+      pattern: "SERVICE_DOWN",
+      rule: "mine",
+    });
+  });
+
+  it("the same regex given in code runs on the linear engine too", async () => {
+    const rule: Rule = {
+      name: "shard",
+      pattern: "SERVICE_DOWN",
+      confidence: 0.6,
+      match: { message: [new RegExp(OLD_SUGGESTION, "i"), /(a+)+x$/, /(\w*)*x/] },
+    };
+    const { sh } = virtualInstance({ diagnosis: { rules: (d) => [...d, rule] } });
+    for (const text of [
+      `Upstream shard${"!".repeat(4096)}`,
+      "a".repeat(1_000_000),
+      "w".repeat(5000),
+    ])
+      expect((await sh.diagnose(new Error(text))).pattern).toBe("UNKNOWN");
+  });
+});
+
+describe("what the linear engine cannot run is a clear error at construction", () => {
+  it.each([
+    ["lookahead", "pay(?=ment)", "lookahead (?=...) is not supported"],
+    ["negative lookahead", "pay(?!ment)", "negative lookahead (?!...) is not supported"],
+    ["lookbehind", "(?<=pay)ment", "lookbehind (?<=...) is not supported"],
+    ["a backreference", String.raw`(\w+) \1`, String.raw`a backreference (\1) is not supported`],
+    ["a named backreference", String.raw`(?<w>\w+) \k<w>`, "a backreference (\\k<name>)"],
+    ["a huge program", ".{0,500}a.{0,500}b", `at most ${MAX_PROGRAM_SIZE}`],
+  ])("in a rule file: %s", (_what, source, reason) => {
+    const path = fileOf(["fine", source], "bad-one");
+    const error = configError(() => virtualInstance({ diagnosis: { ruleFile: path } }));
+    expect(error.field).toBe("diagnosis.ruleFile");
+    expect(error.message).toContain(path);
+    expect(error.message).toContain('diagnosis.rules["bad-one"].match.message[1]');
+    expect(error.message).toContain(reason);
+  });
+
+  it("in code: names the rule and the regex, and says why", () => {
+    const error = configError(() =>
+      virtualInstance({
+        diagnosis: {
+          rules: [
+            { name: "mine", pattern: "AUTH", confidence: 0.9, match: { message: [/(?<!x)y/] } },
+          ],
+        },
+      }),
+    );
+    expect(error.field).toBe('diagnosis.rules["mine"].match.message[0]');
+    expect(error.message).toContain("negative lookbehind (?<!...) is not supported");
+    expect(error.message).toContain("linear-time engine (RE2 syntax), see docs/diagnosis.md");
+    expect(error.message).toContain("/(?<!x)y/");
+  });
+
+  it("too many instructions in all: the table is refused, naming the rule that went past", () => {
+    const big = (i: number): Rule => ({
+      name: `r${i}`,
+      pattern: "AUTH",
+      confidence: 0.9,
+      match: { message: [new RegExp(`${"abcdefghij".repeat(20)}${i}`)] },
+    });
+    const rules = Array.from({ length: 40 }, (_, i) => big(i));
+    const error = configError(() => virtualInstance({ diagnosis: { rules } }));
+    expect(error.message).toContain("together are too large for the linear engine");
+  });
+});
+
+describe("JavaScript syntax, run by RE2 as JavaScript would", () => {
+  const test = (re: RegExp, text: string): boolean => {
+    const compiled = compileLinear(re);
+    if ("reason" in compiled) throw new Error(compiled.reason);
+    return compiled.pattern.test(text);
+  };
+
+  it.each([
+    [/a.b/, "a\rb"],
+    [/a.b/, "a\u2028b"],
+    [/a\sb/, "a\u00a0b"],
+    [/a\sb/, "a\vb"],
+    [/a\Sb/, "a b"],
+    [/a[^]b/, "a\nb"],
+    // eslint-disable-next-line no-empty-character-class -- JavaScript's class of nothing
+    [/a[]b/, "ab"],
+    [/\u0041/, "A"],
+    [/\u{1F600}/u, "\u{1F600}"],
+    [/\cJ/, "\n"],
+    [/[\b]/, "\b"],
+    [/^b$/m, "a\nb\nc"],
+    [/a.b/s, "a\nb"],
+    [/\p{Lu}/u, "É"],
+    // eslint-disable-next-line no-useless-escape -- RE2 reads \z as the end of text
+    [/\e\z/, "ez"],
+    [/RATE LIMIT/i, "rate limit"],
+    [/a\/b/, "a/b"],
+    [/[\s\d]x/, "\u3000x"],
+  ])("%s on %j: as V8 says", (re, text) => {
+    expect(test(re, text)).toBe(re.test(text));
+  });
+
+  it("\\S inside a class is refused (RE2 has no class subtraction)", () => {
+    expect(compileLinear(/[\Sx]/)).toEqual({
+      reason: expect.stringContaining("\\S inside") as unknown,
+    });
+  });
+
+  it("translates the source, keeping the rule's own source for people", () => {
+    expect(toRe2Syntax(String.raw`\u00e9.`, "")).toBe(String.raw`\x{00e9}[^\n\r\x{2028}\x{2029}]`);
+    const compiled = compileLinear(/caf\u00e9/i);
+    expect("pattern" in compiled && compiled.pattern.source).toBe(String.raw`caf\u00e9`);
+  });
+});
+
+/** A log's UNKNOWN texts: ordinary errors, and hostile ones (punctuation runs, long words). */
+function hostileLog(n: number): { error: string; tool: string; at: number }[] {
+  const out: { error: string; tool: string; at: number }[] = [];
+  const shapes = [
+    (i: number) => `Upstream shard ${i} refused the write`,
+    (i: number) => `Upstream shard ${"!".repeat(i % 300)} refused... the write (${i})`,
+    (i: number) => `quota: ${"(".repeat(i % 50)} budget ${i} spent !!! ${")".repeat(i % 40)}`,
+    (i: number) => `worker-${i % 7} said: ${":".repeat(1 + (i % 5))} try again later`,
+    (i: number) => `x${"y".repeat(200 + (i % 90))} invalid token at ${i}`,
+    (i: number) => `${"\\".repeat(i % 9)}[*] {${i}} $^ .+? | timeout`,
+    (i: number) => `a\u00a0b ${i} \u202e reset by peer --- ${"-".repeat(i % 70)}`,
+  ];
+  for (let i = 0; i < n; i++)
+    for (const [k, shape] of shapes.entries())
+      if (i % shapes.length === k) out.push({ error: shape(i), tool: `t${i % 3}`, at: 1_000 + i });
+  return out;
+}
+
+describe("suggested rules of a log with hostile UNKNOWN texts", () => {
+  const log = hostileLog(5_000);
+  const suggester = new RuleSuggester();
+  for (const s of log) suggester.add({ ...s, outcome: "failed" });
+  const { file } = suggester.suggest("test");
+
+  it("each compiles in the linear engine, loads back from its file, and matches its examples", () => {
+    expect(file.rules.length).toBeGreaterThan(3);
+    const rules = parseRuleFile(JSON.stringify(file), "suggested.json");
+    const compiled = compileRules(rules);
+    file.rules.forEach((rule, i) => {
+      for (const example of rule.evidence?.examples ?? []) {
+        const facts = readErrorFacts(new Error(example), 0);
+        const [matcher] = compiled[i]?.matchers ?? [];
+        expect(
+          matcher && matchesFacts({ ...matcher, status: undefined, code: undefined }, facts),
+        ).toBe(true);
+      }
+    });
+  });
+
+  // recheck takes 1 to 9 s a rule: the most frequent of each shape here (one per template
+  // start), every rule of a 100 MB log in bench/linear-rules.ts.
+  it("each shape passes recheck: no overlapping pieces", { timeout: 120_000 }, () => {
+    const firstOfShape = new Map<string, string>();
+    for (const [source = ""] of file.rules.map((r) => r.match.message))
+      if (!firstOfShape.has(source.slice(0, 8))) firstOfShape.set(source.slice(0, 8), source);
+    const flagged = [...firstOfShape.values()].filter(
+      (source) => checkSync(source, "i", { timeout: 20_000 }).status !== "safe",
+    );
+    expect(flagged).toEqual([]);
+  });
+});
