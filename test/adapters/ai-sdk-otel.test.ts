@@ -135,6 +135,24 @@ for (const sdk of SDK_7)
       ]);
     });
 
+    it('spans: "attach" names no tool on chat {model}: a model call is not a tool (GenAI conventions name one on execute_tool only)', async () => {
+      await healedRun("attach");
+      const chats = otel.named("chat mock-large");
+      expect(chats).toHaveLength(2);
+      for (const chat of chats) {
+        expect(chat.attributes).toMatchObject({
+          "gen_ai.operation.name": "chat",
+          "gen_ai.request.model": "mock-large",
+          "selfheal.call.outcome": "success",
+        });
+        expect(chat.attributes).not.toHaveProperty("gen_ai.tool.name");
+      }
+      expect(only("execute_tool search_docs").attributes).toMatchObject({
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "search_docs",
+      });
+    });
+
     it("never writes on another tool's execute_tool span: the call opens its own under it", async () => {
       const { sh } = setup();
       const tools = healTools(

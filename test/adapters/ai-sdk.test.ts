@@ -606,10 +606,12 @@ for (const sdk of SDKS) {
         );
         const callSpan = attached ? "ai.generateText.doGenerate" : "agent.tool_call";
         expect(attrs(callSpan)).toMatchObject({
-          "gen_ai.tool.name": `m-${spans}`,
           "selfheal.call.outcome": "success",
           "selfheal.response.empty": false,
         });
+        // The SDK's model span names its model; GenAI conventions name a tool on execute_tool only.
+        if (attached) expect(attrs(callSpan)).not.toHaveProperty("gen_ai.tool.name");
+        else expect(attrs(callSpan)).toMatchObject({ "gen_ai.tool.name": `m-${spans}` });
       }
     });
 
