@@ -69,9 +69,14 @@ Limits (ms unless said; default in brackets):
   --prove-ms MS              time each tier has to show progress (the step moves); Tier 2 also waits
                              up to this for the agent to acknowledge its reset [15000, 60000, 60000]
   --token-limit N            the model's context limit, in tokens; bloated above 92% of it [none]
-  --max-rotations N          rotations allowed in any rotation period; one more gives up [3]
-  --rotation-period-ms MS    that period [600000]
-  --rotation-backoff-ms MS   wait before a rotation, doubled for each in the period, to 60000 [1000]
+  --max-restarts N           restarts allowed in any restart period, context resets' and rotations
+                             together; the next one gives up (exit 3) [3]
+  --restart-period-ms MS     that period [600000]
+  --restart-backoff-ms MS    wait before a rotation, doubled for each restart in the period, to
+                             60000 [1000]
+  (--max-rotations, --rotation-period-ms, --rotation-backoff-ms: their older names)
+A tier is recovered when the step moves and the run stays healthy to the end of its proving time;
+a run that stalls, dies or bloats again within it goes to the next tier.
 Fixed: a heartbeat over 64 KiB or not a regular file is not read; a read is time-boxed to 2 s;
 a beat's timestamps may be up to 5 s ahead of this clock; 3 bad reads in a row are unreadable;
 an agent being ended gets SIGTERM, then SIGKILL after 2 s; supervised() writes a keep-alive beat
@@ -90,6 +95,12 @@ export function whole(
   return n;
 }
 const ms = (value: string | undefined, flag: string) => whole(value, flag);
+/** As `ms`, for a period that cannot be 0 (the poll, the restart period). */
+function positiveMs(value: string | undefined, flag: string): number | undefined {
+  const n = ms(value, flag);
+  if (n === 0) throw new UsageError(`--${flag} must be a positive whole number of ms, got "0"`);
+  return n;
+}
 
 /**
  * The stall limits per stage from `--stage-stall-ms STAGE=MS` (each time it is given; the last
@@ -132,6 +143,9 @@ export async function watch(argv: string[]): Promise<void> {
       "stage-stall-ms": { type: "string", multiple: true },
       "grace-ms": { type: "string" },
       "prove-ms": { type: "string" },
+      "max-restarts": { type: "string" },
+      "restart-period-ms": { type: "string" },
+      "restart-backoff-ms": { type: "string" },
       "max-rotations": { type: "string" },
       "rotation-period-ms": { type: "string" },
       "rotation-backoff-ms": { type: "string" },
@@ -183,10 +197,20 @@ export async function watch(argv: string[]): Promise<void> {
   await cleanStaleTemps(stateDir, session);
   const generation = (await lastGeneration(stateDir, session)) + 1;
   const prove = ms(values["prove-ms"], "prove-ms");
-  const maxRestarts = whole(values["max-rotations"], "max-rotations", "a whole number");
-  const periodMs = ms(values["rotation-period-ms"], "rotation-period-ms");
-  const baseBackoffMs = ms(values["rotation-backoff-ms"], "rotation-backoff-ms");
-  const pollMs = ms(values["poll-ms"], "poll-ms") ?? 5_000;
+  /** A restart flag's value, under its name or its older one (not both), with the name given. */
+  const restartFlag = (
+    flag: "max-restarts" | "restart-period-ms" | "restart-backoff-ms",
+    older: "max-rotations" | "rotation-period-ms" | "rotation-backoff-ms",
+  ): [string | undefined, string] => {
+    const [value, old] = [values[flag], values[older]];
+    if (value !== undefined && old !== undefined)
+      throw new UsageError(`--${older} is the older name of --${flag}: give one of them`);
+    return old === undefined ? [value, flag] : [old, older];
+  };
+  const maxRestarts = whole(...restartFlag("max-restarts", "max-rotations"), "a whole number");
+  const periodMs = positiveMs(...restartFlag("restart-period-ms", "rotation-period-ms"));
+  const baseBackoffMs = ms(...restartFlag("restart-backoff-ms", "rotation-backoff-ms"));
+  const pollMs = positiveMs(values["poll-ms"], "poll-ms") ?? 5_000;
   const eventLog = eventLogFlag(values["event-log"]);
   const agent = values.agent ?? session;
   const telemetry = await startCliTelemetry(
@@ -306,7 +330,10 @@ function supervise(command: string[], options: WatchOptions): Promise<number> {
       proc.once("exit", (code, signal) => {
         if (child !== proc || replacing) return; // one we ended to replace it
         if (code === 0) {
-          finish(0);
+          // The run is over: a tier still proving itself got it to its end.
+          void supervisor.processFinished().then(() => {
+            finish(0);
+          });
           return;
         }
         const how = signal ? `signal ${signal}` : `code ${code ?? "?"}`;

@@ -176,6 +176,9 @@ describe("selfheal watch (in process): usage errors, before anything runs", () =
 
   it.each([
     ["prove-ms", "--prove-ms must be a whole number of ms"],
+    ["max-restarts", "--max-restarts must be a whole number"],
+    ["restart-period-ms", "--restart-period-ms must be a whole number of ms"],
+    ["restart-backoff-ms", "--restart-backoff-ms must be a whole number of ms"],
     ["max-rotations", "--max-rotations must be a whole number"],
     ["rotation-period-ms", "--rotation-period-ms must be a whole number of ms"],
     ["rotation-backoff-ms", "--rotation-backoff-ms must be a whole number of ms"],
@@ -186,6 +189,28 @@ describe("selfheal watch (in process): usage errors, before anything runs", () =
       ["--state-dir", stateDir(), `--${flag}=-1`, "--", "--not-a-watch-flag"],
       `${message}, got "-1"`,
     );
+  });
+
+  it.each([
+    [
+      ["--restart-period-ms", "0"],
+      '--restart-period-ms must be a positive whole number of ms, got "0"',
+    ],
+    [
+      ["--rotation-period-ms", "0"],
+      '--rotation-period-ms must be a positive whole number of ms, got "0"',
+    ],
+    [["--poll-ms", "0"], '--poll-ms must be a positive whole number of ms, got "0"'],
+    [
+      ["--max-restarts", "2", "--max-rotations", "3"],
+      "--max-rotations is the older name of --max-restarts: give one of them",
+    ],
+    [
+      ["--restart-backoff-ms", "2", "--rotation-backoff-ms", "3"],
+      "--rotation-backoff-ms is the older name of --restart-backoff-ms: give one of them",
+    ],
+  ])("%j: %s", async (flags, message) => {
+    await expectUsage(["--state-dir", stateDir(), ...flags, "--", "true"], message);
   });
 
   it("--event-log where nothing can be written, --metrics-port that is no port", async () => {

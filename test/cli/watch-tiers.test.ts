@@ -159,6 +159,44 @@ describe.concurrent.each(AGENTS)("selfheal watch over the $name scenario agent",
     expectVerdictsOfTheirGeneration(out, expect);
   }, 120_000);
 
+  test("creep: one step past its snapshot after every restart, then a stall; resets and rotations count together, and watch gives up with exit 3", async ({
+    expect,
+  }) => {
+    const out = await scenario(agent, "creep", {
+      flags: [...FAST, "--max-restarts", "2", "--restart-backoff-ms", "100"],
+    });
+    expect(agentLines(out.stdout), out.stderr).toEqual([
+      FAST_LIMITS,
+      "agent gen=1 pid=P from=0",
+      "nudged gen=1 seq=1",
+      "context_reset gen=1 seq=2",
+      FAST_LIMITS,
+      "agent gen=2 pid=P from=1",
+      FAST_LIMITS,
+      "agent gen=3 pid=P from=2",
+    ]);
+    expect(out.code).toBe(3);
+    // The reset's restart and one rotation are the 2 restarts allowed; the next is refused.
+    const outcomes = out.events.flatMap((e) =>
+      e.kind === "tier_result" ? [`${e.tier ?? "?"} ${e.outcome ?? "?"}`] : [],
+    );
+    expect(outcomes).toEqual(["nudge failed", "context_reset failed", "rotation failed"]);
+    expect(out.events.filter((e) => e.kind === "tier").map((e) => e.tier)).toEqual([
+      "nudge",
+      "context_reset",
+      "rotation",
+    ]);
+    expect(out.events.at(-1)).toMatchObject({
+      kind: "gave_up",
+      tier: "rotation",
+      reason: "2 restarts in the last 600 s (limit 2): giving up",
+    });
+    // Once moved past its snapshot, a stall again within the proving time: the tier did not hold.
+    expect(out.stderr).toMatch(/tier rotation: context_reset did not (hold: step 2 unmoved|help)/);
+    expect(out.stderr).not.toMatch(/recovered|generation 4 started/);
+    expectVerdictsOfTheirGeneration(out, expect);
+  }, 120_000);
+
   test("hung, ignoring SIGTERM: dead, rotated, no progress; watch gives up, SIGKILLs it, exits 3 with no agent left", async ({
     expect,
   }) => {
