@@ -562,7 +562,7 @@ const ROWS: RowSpec[] = [
       {
         title: "Watchdog tiers per hour",
         description:
-          "Tiers the watchdog ran, per hour, by outcome (selfheal_watchdog_recoveries): recovered = the run's step moved within the tier's time. gave_up is a rotation refused by the restart intensity: it fires SelfhealWatchdogGaveUp.",
+          "Tiers the watchdog ran, per hour, by outcome (selfheal_watchdog_recoveries): recovered = the run's step moved and it stayed healthy to the end of the tier's proof period. gave_up is a restart (a context reset's or a rotation) refused by the restart intensity: it fires SelfhealWatchdogGaveUp.",
         type: "timeseries",
         unit: "suffix:/h",
         targets: [

@@ -74,7 +74,7 @@ declare const clients: Record<string, ChatClient>;`,
   "docs/watchdog.md: The agent's side #1": {
     declarations: `
 declare const agent: {
-  remind(text: string | undefined): void;
+  remind(text: string): void;
   outputs: string[];
   replaceOutputs(outputs: string[]): void;
   state(): unknown;
