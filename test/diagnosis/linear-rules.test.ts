@@ -10,7 +10,7 @@ import { checkSync } from "recheck";
 import { afterAll, describe, expect, it } from "vitest";
 import { compileLinear, MAX_PROGRAM_SIZE, toRe2Syntax } from "../../src/diagnosis/linear-regex.js";
 import { parseRuleFile } from "../../src/diagnosis/rule-file.js";
-import { compileRules, matchesFacts, type Rule } from "../../src/diagnosis/rules.js";
+import { compileRules, type Rule } from "../../src/diagnosis/rules.js";
 import { readErrorFacts } from "../../src/diagnosis/error-facts.js";
 import { RuleSuggester } from "../../src/report/suggest-rules.js";
 import { configError, virtualInstance } from "../helpers/engine.js";
@@ -187,9 +187,8 @@ describe("suggested rules of a log with hostile UNKNOWN texts", () => {
       for (const example of rule.evidence?.examples ?? []) {
         const facts = readErrorFacts(new Error(example), 0);
         const [matcher] = compiled[i]?.matchers ?? [];
-        expect(
-          matcher && matchesFacts({ ...matcher, status: undefined, code: undefined }, facts),
-        ).toBe(true);
+        // The wording alone: the samples were logged without their status and code.
+        expect(matcher?.message?.some((p) => p.test(facts.text))).toBe(true);
       }
     });
   });
