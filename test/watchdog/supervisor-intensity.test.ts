@@ -123,6 +123,28 @@ describe("a run that stalls again after every restart is given up on", () => {
     await meters.shutdown();
   });
 
+  it("with the default limits (the bound docs/watchdog.md states): given up on at its 4th restart request, within 10 min of its first stall", async () => {
+    const h = harness({
+      acked: true,
+      numbered: true,
+      supervisor: { limits: {}, intensity: {}, pollMs: 5_000 },
+    });
+    const agent = creeping(h);
+    for (let i = 0; i < 400 && !h.sv.givenUp; i++) {
+      agent();
+      await h.sv.tick();
+      await h.clock.advance(5_000);
+    }
+    expect(h.sv.givenUp).toBe(true);
+    // A stall is first seen only after the 60 s grace: each restart "recovers" its 60 s proof,
+    // and the next stall is a new incident; the intensity still ends the loop.
+    expect(h.actions).toEqual(["restart:2", "restart:3", "restart:4"]);
+    const firstStall = h.events.find((e) => e.kind === "verdict" && e.verdict === "stalled");
+    const gaveUp = h.events.at(-1);
+    expect(gaveUp).toMatchObject({ kind: "gave_up", tier: "context_reset" });
+    expect((gaveUp?.at ?? 0) - (firstStall?.at ?? 0)).toBeLessThanOrEqual(10 * 60_000);
+  });
+
   it("a context reset's restart counts: one restart allowed, a rotation, then a bloat gives up at Tier 2", async () => {
     const meters = recordingMeters();
     const h = harness({
