@@ -6,9 +6,14 @@ import type { Tier } from "../telemetry/conventions.js";
 import { AlertThrottle } from "../notify/throttle.js";
 import { SelfHealConfigError } from "../errors.js";
 import { readAck, sendToInbox, type InboxMessage } from "./agent.js";
-import { readHeartbeat, type ReadResult } from "./reader.js";
-import { heartbeatFile } from "./heartbeat.js";
-import { RestartIntensity, type IntensityOptions } from "./intensity.js";
+import { MAX_SKEW_MS, readHeartbeat, type ReadResult } from "./reader.js";
+import { heartbeatFile, type Heartbeat } from "./heartbeat.js";
+import {
+  intensityOptions,
+  RestartIntensity,
+  type IntensityOptions,
+  type RestartDecision,
+} from "./intensity.js";
 import { StepRollup, type StepRollupEntry } from "./step-rollup.js";
 import { WatchdogTelemetry, type SupervisorEvent } from "./telemetry.js";
 import { DEFAULT_LIMITS, HeartbeatWatcher, type Limits, type Verdict } from "./verdict.js";
@@ -87,12 +92,15 @@ export interface SupervisorOptions {
   /**
    * Each tier's proof period, ms (defaults 15 s, 60 s, 60 s; Tier 2 and 3 count it from the new
    * process's start): the run must show progress (`stepIdx` moves) and stay healthy until it
-   * ends for the tier to be recovered.
+   * ends for the tier to be recovered. Tier 2 and 3's lasts at least until a stall on the step
+   * that showed progress would be seen (its stall limit after it, past the start-up grace, plus
+   * one poll), however short this is.
    */
   proveMs?: Partial<Record<Tier, number>>;
   /**
    * Bounds every restart, context resets' and rotations' together (default: 3 in any 10 min,
-   * rotations backing off from 1 s, doubling): the restart past it gives up.
+   * rotations backing off from 1 s, doubling): the restart past it gives up, as does the one
+   * past `maxRestarts` in a row that did not hold (no tier recovered since), however slow.
    */
   intensity?: Partial<IntensityOptions>;
   /** Tells a person (a rotation, giving up); throttled per session and kind. */
@@ -139,6 +147,8 @@ interface Pending {
   reason: string;
   /** The run has shown progress (a healthy look past `fromStep`): it must stay healthy. */
   progressed?: boolean;
+  /** The step that showed progress. */
+  progressStep?: number;
   /** A rotation waiting out its backoff. */
   rotateAt?: number;
   /** Tier 2 waiting for the run to acknowledge its context reset (this seq) to restart it. */
@@ -159,6 +169,9 @@ export class Supervisor {
   private readonly channel: RunChannel;
   private readonly clock: Clock;
   private readonly intensity: RestartIntensity;
+  private readonly maxRestarts: number;
+  /** Restarts since a tier last recovered the run: past `maxRestarts`, a restart gives up. */
+  private unheld = 0;
   private readonly throttle: AlertThrottle;
   private readonly prove: Record<Tier, number>;
   private lastVerdict: Verdict | undefined;
@@ -209,7 +222,9 @@ export class Supervisor {
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
     this.watcher = new HeartbeatWatcher((now) => this.readWithinPoll(now), this.limits);
     this.steps = this.eventLog && new StepRollup();
-    this.intensity = new RestartIntensity(options.intensity, "Supervisor.intensity");
+    const intensity = intensityOptions(options.intensity, "Supervisor.intensity");
+    this.intensity = new RestartIntensity(intensity);
+    this.maxRestarts = intensity.maxRestarts;
     this.throttle = new AlertThrottle(options.throttleMs ?? 10 * 60_000);
     this.prove = { ...PROVE_MS, ...options.proveMs };
     for (const tier of TIERS)
@@ -378,10 +393,20 @@ export class Supervisor {
     if (step !== undefined) this.lastStep = Math.max(this.lastStep, step);
     if (pending) {
       const healthy = seen.verdict === "healthy";
-      if (moved && healthy) pending.progressed = true;
+      if (moved && healthy && pending.progressed !== true) {
+        pending.progressed = true;
+        pending.progressStep = step;
+      }
+      // A restarted run still at the one step that showed progress is proved until a stall on it
+      // would be seen: else a run that moves one step after each restart and stalls again would
+      // count every restart recovered, and its loop would never end.
+      const until =
+        pending.tier !== "nudge" && seen.heartbeat && step === pending.progressStep
+          ? Math.max(pending.until, this.stallSeenBy(seen.heartbeat, now))
+          : pending.until;
       // Progress, then a fall back within the proof period: the tier did not hold.
       const relapsed = pending.progressed === true && !healthy;
-      if (!relapsed && now < pending.until) return; // still proving
+      if (!relapsed && now < until) return; // still proving
       const recovered = !relapsed && pending.progressed === true;
       this.emit({
         kind: "tier_result",
@@ -390,7 +415,10 @@ export class Supervisor {
         outcome: recovered ? "recovered" : "failed",
       });
       this.pending = undefined;
-      if (recovered) return;
+      if (recovered) {
+        this.unheld = 0;
+        return;
+      }
       const why = relapsed
         ? `${pending.tier} did not hold: ${seen.reason}`
         : `${pending.tier} did not help`;
@@ -398,6 +426,21 @@ export class Supervisor {
       return;
     }
     if (seen.verdict !== "healthy") await this.run(FIRST_TIER[seen.verdict], seen.reason, now);
+  }
+
+  /**
+   * When a stall on `heartbeat`'s step is seen at the latest: its stage's stall limit after the
+   * step, not before the start-up grace ends, plus one poll. A timestamp is trusted up to the
+   * reader's skew ahead of `now`, as the verdict trusts it.
+   */
+  private stallSeenBy(heartbeat: Heartbeat, now: number): number {
+    const { stallMs, stageStallMs, graceMs } = this.limits;
+    const trusted = (at: number) => Math.min(at, now + MAX_SKEW_MS);
+    const seenAt = Math.max(
+      trusted(heartbeat.stepAt) + (stageStallMs[heartbeat.stage] ?? stallMs),
+      trusted(heartbeat.startedAt) + graceMs,
+    );
+    return seenAt + this.pollMs();
   }
 
   /** Whether a look that began at `epoch` is void: a process started or ended since, or stopped. */
@@ -449,8 +492,9 @@ export class Supervisor {
   private async run(tier: Tier, reason: string, now: number): Promise<void> {
     const { sessionId } = this.options;
     // Tiers 2 and 3 start a new process: both count against the one restart intensity, and only
-    // a rotation (a crash loop's answer) waits a backoff.
-    const decision = tier === "nudge" ? undefined : this.intensity.next(now, tier === "rotation");
+    // a rotation (a crash loop's answer) waits a backoff. Restarts in a row that did not hold give
+    // up too, however long each took (the intensity's period alone lets a slow loop go on).
+    const decision = tier === "nudge" ? undefined : this.mayRestart(tier, now);
     if (decision?.restart === false) {
       this.gaveUp = true;
       this.pending = undefined;
@@ -484,6 +528,18 @@ export class Supervisor {
     const seq = (sent as Partial<InboxMessage> | undefined)?.seq;
     if (seq !== undefined && this.channel.acked) this.pending.ackSeq = seq;
     else await this.restart(this.pending, true, now);
+  }
+
+  /** Whether Tier 2 or 3 may restart the run at `now` (recorded if so), or must give up. */
+  private mayRestart(tier: Tier, now: number): RestartDecision {
+    if (this.unheld >= this.maxRestarts)
+      return {
+        restart: false,
+        reason: `${this.unheld} restarts in a row did not hold (limit ${this.maxRestarts}): giving up`,
+      };
+    const decision = this.intensity.next(now, tier === "rotation");
+    if (decision.restart) this.unheld++;
+    return decision;
   }
 
   /** The highest seq the run acknowledged (a failed read: none yet). */

@@ -22,23 +22,30 @@ type Harness = ReturnType<typeof harness>;
 
 /**
  * The agent of issue 42: each process restores its snapshot, moves one step past it (and
- * snapshots that), then stalls there for good, beating by keep-alive and deaf to nudges; it
- * acknowledges a context reset. Call before each look.
+ * snapshots that) `stepAfterMs` after its start, then stalls there for good, beating by
+ * keep-alive and deaf to nudges; it acknowledges a context reset unless `acks` is false. Call
+ * before each look.
  */
-function creeping(h: Harness) {
+function creeping(h: Harness, { stepAfterMs = 0, acks = true } = {}) {
   let gen = 0;
   let step = 0;
   let stepAt = 0;
   let startedAt = 0;
+  let moved = false;
   return () => {
     const now = h.clock.now();
     if (h.sv.currentGeneration !== gen) {
       gen = h.sv.currentGeneration;
-      step++; // the snapshot's step, plus one
+      moved = false;
       stepAt = now;
       startedAt = now;
     }
-    if (h.sent.at(-1)?.kind === "context_reset") h.state.ackedSeq = h.sent.length;
+    if (!moved && now - startedAt >= stepAfterMs) {
+      moved = true;
+      step++; // the snapshot's step, plus one
+      stepAt = now;
+    }
+    if (acks && h.sent.at(-1)?.kind === "context_reset") h.state.ackedSeq = h.sent.length;
     h.state.beat = {
       v: 1,
       sessionId: "s",
@@ -94,7 +101,7 @@ describe("a run that stalls again after every restart is given up on", () => {
     expect(h.events.at(-1)).toEqual({
       kind: "gave_up",
       at: h.t0 + 69_000,
-      reason: "3 restarts in the last 600 s (limit 3): giving up",
+      reason: "3 restarts in a row did not hold (limit 3): giving up",
       tier: "rotation",
     });
     // On virtual time, the bound of docs/watchdog.md: the first stall (step 1 at 0 s, stalled at
@@ -123,26 +130,128 @@ describe("a run that stalls again after every restart is given up on", () => {
     await meters.shutdown();
   });
 
-  it("with the default limits (the bound docs/watchdog.md states): given up on at its 4th restart request, within 10 min of its first stall", async () => {
+  /** The creeping run under the default limits, looked at every 5 s until given up on. */
+  async function underDefaults(options: Parameters<typeof creeping>[1] = {}) {
     const h = harness({
       acked: true,
       numbered: true,
       supervisor: { limits: {}, intensity: {}, pollMs: 5_000 },
     });
-    const agent = creeping(h);
-    for (let i = 0; i < 400 && !h.sv.givenUp; i++) {
+    const agent = creeping(h, options);
+    for (let i = 0; i < 1_000 && !h.sv.givenUp; i++) {
       agent();
       await h.sv.tick();
       await h.clock.advance(5_000);
     }
-    expect(h.sv.givenUp).toBe(true);
-    // A stall is first seen only after the 60 s grace: each restart "recovers" its 60 s proof,
-    // and the next stall is a new incident; the intensity still ends the loop.
-    expect(h.actions).toEqual(["restart:2", "restart:3", "restart:4"]);
     const firstStall = h.events.find((e) => e.kind === "verdict" && e.verdict === "stalled");
     const gaveUp = h.events.at(-1);
-    expect(gaveUp).toMatchObject({ kind: "gave_up", tier: "context_reset" });
-    expect((gaveUp?.at ?? 0) - (firstStall?.at ?? 0)).toBeLessThanOrEqual(10 * 60_000);
+    return { h, gaveUp, afterFirstStallMs: (gaveUp?.at ?? 0) - (firstStall?.at ?? 0) };
+  }
+
+  it("with the default limits (the bound docs/watchdog.md states): each restart's stall is seen within its proof, and the ladder gives up at the 4th restart, 5 min 30 s after the first stall", async () => {
+    const { h, gaveUp, afterFirstStallMs } = await underDefaults();
+    expect(h.sv.givenUp).toBe(true);
+    // Not one restart counted recovered: the 60 s proof lasts until a stall on the new step is
+    // seen (its 90 s stall limit after it, plus a poll), past the 60 s start-up grace.
+    expect(h.actions).toEqual(["restart:2", "rotate:3", "rotate:4"]);
+    expect(h.news().filter((e) => !e.startsWith("verdict:"))).toEqual([
+      "tier:nudge",
+      "nudge:failed",
+      "tier:context_reset",
+      "context_reset:failed",
+      "tier:rotation",
+      "rotation:failed",
+      "tier:rotation",
+      "rotation:failed",
+      "gave_up",
+    ]);
+    // Stalled at 95 s; nudge 95-110 s; reset acknowledged, restart at 115 s, step 2 at 120 s,
+    // stalled at 215 s; rotation after 2 s (225 s), stalled at 320 s; after 4 s (330 s), stalled
+    // at 425 s: the 4th restart is refused.
+    const ats = h.events.flatMap((e) => (e.kind === "tier" ? [(e.at - h.t0) / 1000] : []));
+    expect(ats).toEqual([95, 110, 215, 320]);
+    expect(gaveUp).toMatchObject({
+      kind: "gave_up",
+      at: h.t0 + 425_000,
+      reason: "3 restarts in a row did not hold (limit 3): giving up",
+      tier: "rotation",
+    });
+    expect(afterFirstStallMs).toBe(330_000);
+  });
+
+  it.each([
+    [30_000, true],
+    [30_000, false],
+    [50_000, true],
+    [50_000, false],
+  ])(
+    "with the default limits, a process that moves %i ms after its start (acknowledging its reset: %s) is given up on within 10 min of the first stall",
+    async (stepAfterMs, acks) => {
+      const { h, gaveUp, afterFirstStallMs } = await underDefaults({ stepAfterMs, acks });
+      expect(gaveUp).toMatchObject({ kind: "gave_up", tier: "rotation" });
+      expect(h.actions).toEqual(["restart:2", "rotate:3", "rotate:4"]);
+      expect(h.events.some((e) => e.kind === "tier_result" && e.outcome === "recovered")).toBe(
+        false,
+      );
+      expect(afterFirstStallMs).toBeLessThanOrEqual(10 * 60_000);
+    },
+  );
+
+  it("a proof period shorter than a stall takes to show (1 s) still sees the stall: nothing recovered, given up on", async () => {
+    const h = harness({
+      acked: true,
+      numbered: true,
+      supervisor: { proveMs: { nudge: 1_000, context_reset: 1_000, rotation: 1_000 } },
+    });
+    await lookUntilGivenUp(h, creeping(h));
+    expect(h.actions).toEqual(["restart:2", "rotate:3", "rotate:4"]);
+    expect(h.news().filter((e) => e.endsWith(":recovered"))).toEqual([]);
+  });
+
+  it("slower than the restart period allows for (each cycle over 10 min / 3): still given up on at the 4th restart in a row", async () => {
+    const h = harness({
+      acked: true,
+      numbered: true,
+      supervisor: {
+        limits: { graceMs: 0, deadMs: DEAD, stallMs: 400_000 },
+        intensity: { maxRestarts: 3, periodMs: 600_000, baseBackoffMs: 0, maxBackoffMs: 0 },
+        pollMs: 5_000,
+      },
+    });
+    const agent = creeping(h);
+    for (let i = 0; i < 2_000 && !h.sv.givenUp; i++) {
+      agent();
+      await h.sv.tick();
+      await h.clock.advance(5_000);
+    }
+    expect(h.actions).toEqual(["restart:2", "rotate:3", "rotate:4"]);
+    const restarts = h.events.flatMap((e) =>
+      e.kind === "tier" && e.tier !== "nudge" ? [e.at] : [],
+    );
+    // No three restarts within any 10 min: the period alone would never end this loop.
+    expect((restarts[2] ?? 0) - (restarts[0] ?? 0)).toBeGreaterThan(600_000);
+    expect(h.events.at(-1)).toMatchObject({
+      kind: "gave_up",
+      reason: "3 restarts in a row did not hold (limit 3): giving up",
+    });
+  });
+
+  it("a restarted run that moves on (more than the one step) recovers at the end of its proof period; the streak starts over", async () => {
+    const h = harness({ supervisor: { proveMs: { rotation: 20_000 } } });
+    await h.sv.processDied("a");
+    for (let step = 1; step <= 23; step++) {
+      h.beat(step);
+      await h.sv.tick();
+      await h.clock.advance(POLL);
+    }
+    expect(h.news()).toEqual([
+      "verdict:session_dead",
+      "tier:rotation",
+      "verdict:healthy",
+      "rotation:recovered",
+    ]);
+    // Rotated after its 1 s backoff, proved 20 s from then.
+    expect(h.events.at(-1)?.at).toBe(h.t0 + 21_000);
   });
 
   it("a context reset's restart counts: one restart allowed, a rotation, then a bloat gives up at Tier 2", async () => {
@@ -190,7 +299,11 @@ describe("a run that stalls again after every restart is given up on", () => {
       },
     });
     await h.sv.processDied("a");
-    await h.clock.advance(60_000);
+    h.beat(1);
+    await h.sv.tick();
+    await h.clock.advance(60_000); // its proof period: it moves on, recovered
+    h.beat(2);
+    await h.sv.tick();
     await h.sv.processDied("b");
     expect(h.actions).toEqual(["rotate:2", "rotate:3"]);
     expect(h.sv.givenUp).toBe(false);

@@ -157,15 +157,16 @@ describe("the watcher and the launched process", () => {
 });
 
 describe("restart intensity and the summariser, at their edges", () => {
-  it("a period of 0 forgets every restart: none is ever refused", () => {
+  it("the shortest period (1 ms; 0 is refused) forgets a restart a period later", () => {
     const intensity = new RestartIntensity({
       maxRestarts: 1,
-      periodMs: 0,
+      periodMs: 1,
       baseBackoffMs: 0,
       maxBackoffMs: 0,
     });
     expect(intensity.next(T)).toEqual({ restart: true, waitMs: 0, inPeriod: 1 });
-    expect(intensity.next(T)).toEqual({ restart: true, waitMs: 0, inPeriod: 1 });
+    expect(intensity.next(T).restart).toBe(false);
+    expect(intensity.next(T + 1)).toEqual({ restart: true, waitMs: 0, inPeriod: 1 });
   });
 
   it("an output exactly at the limit is kept whole", () => {
