@@ -3,8 +3,10 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { abortReason, systemClock, wallClock } from "../src/clock.js";
 
 afterEach(() => {
-  vi.useRealTimers();
+  // Spies first: a setTimeout spy set over the fake timers restores the fake one, which the real
+  // timers must then replace (the other way round, every later sleep of the file never ended).
   vi.restoreAllMocks();
+  vi.useRealTimers();
 });
 
 /** The Node.js Timeout objects the clock arms from here on (for hasRef: does it keep the process alive). */
