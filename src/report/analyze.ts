@@ -1,5 +1,12 @@
 import type { RecoveryEvent } from "../engine/events.js";
-import { cutText, escapeControl, mayHoldSecret, oneLine, redact } from "../telemetry/redact.js";
+import {
+  cutText,
+  escapeControl,
+  mayHoldSecret,
+  oneLine,
+  redact,
+  withoutSecrets,
+} from "../telemetry/redact.js";
 import { BreakdownTally, type Breakdown } from "./breakdown.js";
 import { SeriesTally, type Series } from "./series.js";
 import { lineName, type Where } from "./read.js";
@@ -217,7 +224,13 @@ const WATCHDOG_KINDS: Record<string, readonly string[]> = {
  * A value from a line, as a complaint quotes it: redacted (`{"type":"sk-proj-..."}` names no key),
  * escaped and cut to 64 characters.
  */
-const shownValue = (v: unknown): string => redact(JSON.stringify(v) ?? String(v), 64);
+const shownValue = (v: unknown): string => {
+  const json =
+    typeof v === "string"
+      ? JSON.stringify(withoutSecrets(v, 64))
+      : withoutSecrets(JSON.stringify(v) ?? String(v), 64);
+  return cutText(oneLine(json), 64);
+};
 
 /** Why `value` is not a watchdog line (`WatchdogLogLine`), or undefined when it is one. */
 export function watchdogProblem(e: Record<string, unknown>): string | undefined {

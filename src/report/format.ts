@@ -1,5 +1,14 @@
 /** How the review writes times, shares, money and changes: one place for both renderers. */
+import { cutText, DEFAULT_MAX_TEXT_LENGTH, oneLine, withoutSecrets } from "../telemetry/redact.js";
 import type { Review } from "./analyze.js";
+
+/**
+ * A name or text from the log as the review shows it, in the terminal and on the page: redacted
+ * (whoever wrote the log may have put a key in it), its control, bidi and invisible characters as
+ * escapes, on one line, cut at 1,024 characters.
+ */
+export const shown = (text: string): string =>
+  cutText(oneLine(withoutSecrets(text)), DEFAULT_MAX_TEXT_LENGTH);
 
 export const pct = (x: number): string => `${(x * 100).toFixed(1)}%`;
 export const secs = (x: number | null): string => (x === null ? "n/a" : `${x.toFixed(1)} s`);

@@ -6,16 +6,16 @@
  * red worse). Times are written in one zone, said at the top.
  */
 import { NON_RETRYABLE_PATTERNS } from "../telemetry/conventions.js";
-import { oneLine, safeJson } from "../telemetry/redact.js";
+import { safeJson } from "../telemetry/redact.js";
 import type { Review } from "./analyze.js";
-import { change, formatTime, HEADLINE, pct, secs, usd, type Change } from "./format.js";
+import { change, formatTime, HEADLINE, pct, secs, shown, usd, type Change } from "./format.js";
 import type { RenderOptions } from "./render-text.js";
 import type { Breakdown } from "./breakdown.js";
 import type { Replay, SignalAdvice, StageAdvice } from "./suggest-thresholds.js";
 
-/** HTML-escaped, with control characters shown as escapes (text from the log is untrusted). */
+/** HTML-escaped, redacted, control characters shown as escapes (text from the log is untrusted). */
 const escape = (s: string) =>
-  oneLine(s).replace(
+  shown(s).replace(
     /[&<>"']/g,
     (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] ?? c,
   );

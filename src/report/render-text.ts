@@ -1,6 +1,6 @@
-import { escapeControl, oneLine, safeJson } from "../telemetry/redact.js";
+import { escapeControl, safeJson } from "../telemetry/redact.js";
 import type { Review } from "./analyze.js";
-import { change, formatTime, HEADLINE, pct, secs, usd } from "./format.js";
+import { change, formatTime, HEADLINE, pct, secs, shown, usd } from "./format.js";
 import { shellQuote } from "./shell-quote.js";
 import type { RuleFileRule, RuleSuggestions } from "./suggest-rules.js";
 import type { Replay, SignalAdvice, ThresholdSuggestions } from "./suggest-thresholds.js";
@@ -11,7 +11,7 @@ import type { Replay, SignalAdvice, ThresholdSuggestions } from "./suggest-thres
  * terminal, or start a line of its own.
  */
 function table(headers: string[], rows: (string | number)[][]): string {
-  const cells = [headers, ...rows.map((r) => r.map((c) => oneLine(String(c))))];
+  const cells = [headers, ...rows.map((r) => r.map((c) => shown(String(c))))];
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? "").length)));
   const line = (r: string[]) =>
     r
@@ -25,7 +25,7 @@ function table(headers: string[], rows: (string | number)[][]): string {
 
 /**
  * The lines as the terminal gets them. Each name and text from the log is already on one line
- * (`oneLine`) where it is put in; this last pass makes sure no control or bidi character of any
+ * (`shown`) where it is put in; this last pass makes sure no control or bidi character of any
  * of them reaches the terminal raw, whatever a renderer forgot.
  */
 const terminalText = (lines: string[]) => escapeControl(lines.join("\n"));
@@ -57,7 +57,7 @@ export function renderText(r: Review, options: RenderOptions = {}): string {
     out.push(`(${r.outsidePeriod} lines dated outside the period were left out)`);
   if (r.malformed) {
     out.push(`(${r.malformed} lines were not recovery events and were left out)`);
-    for (const m of r.malformedSamples) out.push(`  ${oneLine(m)}`);
+    for (const m of r.malformedSamples) out.push(`  ${shown(m)}`);
     if (r.malformed > r.malformedSamples.length)
       out.push(`  and ${r.malformed - r.malformedSamples.length} more`);
   }
@@ -74,7 +74,7 @@ export function renderText(r: Review, options: RenderOptions = {}): string {
       w.tiers.map((t) => [t.tier, t.runs, t.recovered, t.failed, pct(t.successRate)]),
     );
     out.push(
-      `Verdicts entered: ${w.verdicts.map((v) => `${oneLine(v.verdict)} ${v.count}`).join(", ") || "none"}`,
+      `Verdicts entered: ${w.verdicts.map((v) => `${shown(v.verdict)} ${v.count}`).join(", ") || "none"}`,
       `Gave up (restart intensity reached): ${w.gaveUp}`,
     );
   }
@@ -139,9 +139,9 @@ function recoverySections(
   breakdown("Per agent", "agent", r.byAgent);
   breakdown("Per tool", "tool", r.byTool);
   for (const t of r.tools.filter((x) => x.samples.length)) {
-    out.push(`  UNKNOWN texts of ${oneLine(t.tool)} (write rules for these):`);
+    out.push(`  UNKNOWN texts of ${shown(t.tool)} (write rules for these):`);
     for (const s of t.samples)
-      out.push(`    - ${oneLine(s.text)}${s.count > 1 ? ` (x${s.count})` : ""}`);
+      out.push(`    - ${shown(s.text)}${s.count > 1 ? ` (x${s.count})` : ""}`);
   }
   section(
     "Strategies",
@@ -211,16 +211,16 @@ export function renderRuleSuggestions(s: RuleSuggestions): string {
         .join(", ");
       out.push(
         "",
-        oneLine(
+        shown(
           `  ${r.name}: runs ${e.strategies.map((p) => (typeof p === "string" ? p : p.strategy)).join(" -> ") || "no strategy (passed on)"}; ${e.recovered} of ${e.samples} recovered${won ? ` (${won})` : ""}; tools ${e.tools.join(", ")}`,
         ),
-        ...e.examples.map((x) => `    - ${oneLine(x)}`),
+        ...e.examples.map((x) => `    - ${shown(x)}`),
       );
     }
   }
   if (s.unclassified.length) {
     out.push("", "Templates with no pattern to propose (read them; write a rule by hand):");
-    for (const u of s.unclassified) out.push(`  - ${oneLine(u.template)} (x${u.samples})`);
+    for (const u of s.unclassified) out.push(`  - ${shown(u.template)} (x${u.samples})`);
   }
   return terminalText(out);
 }
@@ -286,7 +286,7 @@ export function renderThresholdSuggestions(s: ThresholdSuggestions): string {
       ),
     );
     for (const a of s.signals.filter((x) => x.suggested))
-      out.push(oneLine(`  ${a.agent}/${a.tool} ${SIGNAL_NAMES[a.signal]}: ${a.reason}`));
+      out.push(shown(`  ${a.agent}/${a.tool} ${SIGNAL_NAMES[a.signal]}: ${a.reason}`));
   }
   if (s.stages.length) {
     out.push(

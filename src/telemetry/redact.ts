@@ -402,9 +402,35 @@ export function oneLine(text: string): string {
  * ellipsis marks the cut). Idempotent: redacting redacted text changes nothing.
  */
 export function redact(text: string, maxLength = DEFAULT_MAX_TEXT_LENGTH): string {
-  let out = text.length > maxLength + LOOKAHEAD ? text.slice(0, maxLength + LOOKAHEAD) : text;
-  if (mayHoldSecret(out)) out = redactSecrets(out);
-  return cutText(escapeControl(out), maxLength);
+  return cutText(escapeControl(withoutSecrets(text, maxLength)), maxLength);
+}
+
+/**
+ * `redact` before its escaping and its cut: the secrets gone from the first `maxLength` characters
+ * (and a lookahead), control characters left for the caller to escape its own way (`oneLine`).
+ */
+export function withoutSecrets(text: string, maxLength = DEFAULT_MAX_TEXT_LENGTH): string {
+  const out = text.length > maxLength + LOOKAHEAD ? text.slice(0, maxLength + LOOKAHEAD) : text;
+  if (!mayHoldSecret(out)) return out;
+  return out.includes("\u001b") ? redactAfterEscapes(out) : redactSecrets(out);
+}
+
+/**
+ * A terminal escape sequence (CSI such as `ESC[31m`, OSC such as `ESC]0;title BEL`, or ESC and one
+ * character). Its classes do not overlap and the OSC body is bounded: linear.
+ */
+// eslint-disable-next-line no-control-regex
+const ESCAPE_SEQUENCE =
+  /\u001b(?:\[[0-?]*[ -/]*[@-~]|\][^\u0007\u001b]{0,256}(?:\u0007|\u001b\\)?|[^])/g;
+/** A private-use character: not a word character, so `\b` sees a word start after it. */
+const MARK = "\ue000";
+
+/**
+ * redactSecrets on coloured text: `ESC[31msk-proj-...` hides the key's start from `\b` (the `m`
+ * is a word character). A mark after each sequence ends it as a word; the marks go after.
+ */
+function redactAfterEscapes(text: string): string {
+  return redactSecrets(text.replace(ESCAPE_SEQUENCE, `$&${MARK}`)).replaceAll(MARK, "");
 }
 
 /** `text` cut to `maxLength` characters, an ellipsis marking the cut. */

@@ -12,7 +12,7 @@ import {
   symlinkSync,
   writeFileSync,
 } from "node:fs";
-import { access, constants, writeFile } from "node:fs/promises";
+import { access, constants, writeFile, type FileHandle } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 import { Readable } from "node:stream";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -248,16 +248,19 @@ describe("selfheal report (in process): inputs it cannot read, exit 2 before any
 
   it("a read that fails midway: the file and what failed", async () => {
     const file = put(join(folder(), "eio.jsonl"), `${line()}\n`);
-    const failing = (error: Error) =>
-      Readable.from(
+    // The stream of the file's handle, replaced: the handle is closed as the real stream would.
+    const failing = (error: Error) => (_: unknown, options?: BufferEncoding | { fd?: unknown }) => {
+      if (typeof options === "object") void (options.fd as FileHandle | undefined)?.close();
+      return Readable.from(
         (function* () {
           yield Buffer.from(`${line()}\n`);
           throw error;
         })(),
       ) as unknown as ReturnType<typeof createReadStream>;
-    vi.mocked(createReadStream).mockReturnValueOnce(failing(fsError("EIO")));
+    };
+    vi.mocked(createReadStream).mockImplementationOnce(failing(fsError("EIO")));
     await expectUsage([file], `cannot read ${file}: EIO`);
-    vi.mocked(createReadStream).mockReturnValueOnce(failing(new Error("cable unplugged")));
+    vi.mocked(createReadStream).mockImplementationOnce(failing(new Error("cable unplugged")));
     await expectUsage([file], `cannot read ${file}: cable unplugged`);
   });
 });

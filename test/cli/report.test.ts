@@ -9,7 +9,7 @@ import { createSelfHealing } from "../../src/index.js";
 import { LONG_RUNS, runLongRuns } from "../../src/sim/long-runs.js";
 import { runScenario } from "../../src/sim/run.js";
 import { SCENARIOS } from "../../src/sim/scenarios.js";
-import { SECTION_IDS } from "../../src/report/render-html.js";
+import { CSP, SECTION_IDS } from "../../src/report/render-html.js";
 import { FailureInjector, VirtualClock } from "../../src/testing/index.js";
 import { line } from "./event-lines.js";
 
@@ -142,7 +142,15 @@ describe("selfheal report (built CLI)", () => {
       const page = await readFile(html, "utf8");
       expect(page).not.toMatch(/<script|<link|https?:\/\//); // nothing to fetch: no CDN, no script
       expect(page).toContain("flux capacitor &lt;misaligned&gt;");
+      expect(page).toContain(`<meta http-equiv="Content-Security-Policy" content="${CSP}">`);
       await inChromium(html, async (tab) => {
+        // The CSP lets the page's own styles apply: its <style> and its style attributes.
+        // (Expressions as strings: this suite's TypeScript has no DOM types.)
+        expect(await tab.evaluate("getComputedStyle(document.body).maxWidth")).toBe("960px");
+        const colored = tab.locator("span[style]").first();
+        expect(await colored.evaluate("(e) => getComputedStyle(e).color")).not.toBe(
+          await tab.evaluate("getComputedStyle(document.body).color"),
+        );
         // Incidents by pattern, the recovery rate and the spend per incident, the MTTR histogram.
         const charts = tab.locator("svg.chart");
         expect(await charts.count()).toBe(4);

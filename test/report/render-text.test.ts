@@ -157,7 +157,7 @@ describe("renderText", () => {
     const latest = Array.from({ length: 12 }, (_, i) => ({
       ...kind,
       lastAt: kind.lastAt - i * 60_000,
-      error: `${String(i).padStart(2, "0")}${"e".repeat(100)}`,
+      error: `${String(i).padStart(2, "0")}${"x".repeat(100)}`,
     }));
     const text = renderText({
       ...sampleReview,
@@ -169,7 +169,7 @@ describe("renderText", () => {
       "2026-01-01 06:00 UTC",
       ...Array.from({ length: 9 }, (_, i) => `2026-01-01 05:5${9 - i} UTC`),
     ]);
-    expect(rows[3]?.endsWith(` 00${"e".repeat(78)}`)).toBe(true);
+    expect(rows[3]?.endsWith(` 00${"x".repeat(78)}`)).toBe(true);
   });
 
   it("every incident recovered: no unrecovered section", () => {
