@@ -61,21 +61,24 @@ export class RestartIntensity {
     this.options = intensityOptions(options, field);
   }
 
+  /** Why a restart at `now` would be refused (the period is full), or undefined; records nothing. */
+  refusal(now: number): string | undefined {
+    const { maxRestarts, periodMs } = this.options;
+    while (this.restarts.length > 0 && now - (this.restarts[0] ?? now) >= periodMs)
+      this.restarts.shift();
+    if (this.restarts.length < maxRestarts) return undefined;
+    return `${this.restarts.length} restarts in the last ${Math.round(periodMs / 1000)} s (limit ${maxRestarts}): giving up`;
+  }
+
   /**
    * Whether another restart may happen at `now`, and after how long; records it if so. `backoff`
    * false: at once (a context reset's restart, which already waited for a stall, a nudge and the
    * reset), though it counts as any other.
    */
   next(now: number, backoff = true): RestartDecision {
-    const { maxRestarts, periodMs, baseBackoffMs, maxBackoffMs } = this.options;
-    while (this.restarts.length > 0 && now - (this.restarts[0] ?? now) >= periodMs)
-      this.restarts.shift();
-    if (this.restarts.length >= maxRestarts) {
-      return {
-        restart: false,
-        reason: `${this.restarts.length} restarts in the last ${Math.round(periodMs / 1000)} s (limit ${maxRestarts}): giving up`,
-      };
-    }
+    const reason = this.refusal(now);
+    if (reason !== undefined) return { restart: false, reason };
+    const { baseBackoffMs, maxBackoffMs } = this.options;
     const waitMs = backoff ? Math.min(maxBackoffMs, baseBackoffMs * 2 ** this.restarts.length) : 0;
     this.restarts.push(now + waitMs);
     return { restart: true, waitMs, inPeriod: this.restarts.length };

@@ -530,8 +530,13 @@ export class Supervisor {
     else await this.restart(this.pending, true, now);
   }
 
-  /** Whether Tier 2 or 3 may restart the run at `now` (recorded if so), or must give up. */
+  /**
+   * Whether Tier 2 or 3 may restart the run at `now` (recorded if so), or must give up: the
+   * period's limit first (its reason says more), then the restarts in a row.
+   */
   private mayRestart(tier: Tier, now: number): RestartDecision {
+    const full = this.intensity.refusal(now);
+    if (full !== undefined) return { restart: false, reason: full };
     if (this.unheld >= this.maxRestarts)
       return {
         restart: false,

@@ -101,7 +101,7 @@ describe("a run that stalls again after every restart is given up on", () => {
     expect(h.events.at(-1)).toEqual({
       kind: "gave_up",
       at: h.t0 + 69_000,
-      reason: "3 restarts in a row did not hold (limit 3): giving up",
+      reason: "3 restarts in the last 600 s (limit 3): giving up",
       tier: "rotation",
     });
     // On virtual time, the bound of docs/watchdog.md: the first stall (step 1 at 0 s, stalled at
@@ -173,7 +173,7 @@ describe("a run that stalls again after every restart is given up on", () => {
     expect(gaveUp).toMatchObject({
       kind: "gave_up",
       at: h.t0 + 425_000,
-      reason: "3 restarts in a row did not hold (limit 3): giving up",
+      reason: "3 restarts in the last 600 s (limit 3): giving up",
       tier: "rotation",
     });
     expect(afterFirstStallMs).toBe(330_000);
