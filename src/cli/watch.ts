@@ -67,10 +67,12 @@ Limits (ms unless said; default in brackets):
   --poll-ms MS               how often the heartbeat is read; a look not answered within one
                              poll is abandoned [5000]
   --prove-ms MS              time each tier has to show progress (the step moves); Tier 2 also waits
-                             up to this for the agent to acknowledge its reset [15000, 60000, 60000]
+                             up to this for the agent to acknowledge its reset; after a restart, at
+                             least until a stall on the new step would be seen [15000, 60000, 60000]
   --token-limit N            the model's context limit, in tokens; bloated above 92% of it [none]
   --max-restarts N           restarts allowed in any restart period, context resets' and rotations
-                             together; the next one gives up (exit 3) [3]
+                             together, and in a row without a tier recovered; the next one gives
+                             up (exit 3) [3]
   --restart-period-ms MS     that period [600000]
   --restart-backoff-ms MS    wait before a rotation, doubled for each restart in the period, to
                              60000 [1000]
