@@ -228,7 +228,7 @@ const shownValue = (v: unknown): string => {
   const json =
     typeof v === "string"
       ? JSON.stringify(withoutSecrets(v, 64))
-      : withoutSecrets(JSON.stringify(v) ?? String(v), 64);
+      : withoutSecrets(JSON.stringify(v), 64);
   return cutText(oneLine(json), 64);
 };
 

@@ -379,7 +379,9 @@ const jsonEscape = (c: string): string => {
  * indentation (it escapes them in strings), and stay.
  */
 export function safeJson(value: unknown, space?: number): string {
-  return (JSON.stringify(value, null, space) ?? "null").replace(CONTROL, jsonEscape);
+  // undefined for a value JSON has no text for (undefined, a function): JSON's null.
+  const json = JSON.stringify(value, null, space) as string | undefined;
+  return (json ?? "null").replace(CONTROL, jsonEscape);
 }
 
 /**
@@ -419,8 +421,8 @@ export function withoutSecrets(text: string, maxLength = DEFAULT_MAX_TEXT_LENGTH
  * A terminal escape sequence (CSI such as `ESC[31m`, OSC such as `ESC]0;title BEL`, or ESC and one
  * character). Its classes do not overlap and the OSC body is bounded: linear.
  */
-// eslint-disable-next-line no-control-regex
 const ESCAPE_SEQUENCE =
+  // eslint-disable-next-line no-control-regex
   /\u001b(?:\[[0-?]*[ -/]*[@-~]|\][^\u0007\u001b]{0,256}(?:\u0007|\u001b\\)?|[^])/g;
 /** A private-use character: not a word character, so `\b` sees a word start after it. */
 const MARK = "\ue000";

@@ -29,9 +29,9 @@ const UNPASTEABLE = ["x\ntouch pwned4", "st\u001b[2Jage"];
  * bidi controls and marks, invisible format characters, Unicode tags. Written here, not imported:
  * the suite checks the contract, not the code's own list.
  */
-// eslint-disable-next-line no-control-regex
 const UNSAFE =
-  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]|\udb40[\udc00-\udc7f]/u;
+  // eslint-disable-next-line no-control-regex
+  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]|\udb40[\udc00-\udc7f]/;
 
 const unsafeIn = (text: string) => UNSAFE.exec(text)?.[0];
 
@@ -63,7 +63,11 @@ beforeAll(() => {
       }),
     ),
     line({ agent: AGENT, tool: TOOL, at: WEEK_START, error: "x".repeat(1_000_000) }),
-    line({ agent: `${AGENT}\n${SECRET}`, tool: `${TOOL}\u2028`, at: WEEK_START + 9 * MINUTE }),
+    line({
+      agent: `${AGENT}\n${SECRET}`,
+      tool: `${TOOL}\u2028\u{e0041}`,
+      at: WEEK_START + 9 * MINUTE,
+    }),
     watchdogLine({ agent: AGENT, kind: "verdict", verdict: "stalled\u001b[2J", reason: SECRET }),
     JSON.stringify({ type: SECRET }),
     watchdogLine({ agent: AGENT, kind: SECRET }),
