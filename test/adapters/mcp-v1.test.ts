@@ -387,21 +387,26 @@ describe("selfheal/mcp with the 1.x SDK over the in-memory transport", () => {
 
 describe("selfheal/mcp with the 1.x SDK over stdio (the 1.x fixture server as a child process)", () => {
   let client: Client;
-  let transport: StdioClientTransport;
 
   /** What the server process did, asked through the healed-free client. */
   const serverCounts = async () =>
     JSON.parse(textOf(await client.callTool({ name: "counts" }))) as Record<string, number>;
 
-  beforeAll(async () => {
-    transport = new StdioClientTransport({
+  /** A server process of its own, and a client connected to it. */
+  async function startServer() {
+    const t = new StdioClientTransport({
       command: process.execPath,
       args: [FIXTURE],
       cwd: ROOT,
       stderr: "pipe",
     });
-    client = new Client({ name: "selfheal-test", version: "1.0.0" });
-    await client.connect(transport);
+    const c = new Client({ name: "selfheal-test", version: "1.0.0" });
+    await c.connect(t);
+    return { client: c, transport: t };
+  }
+
+  beforeAll(async () => {
+    ({ client } = await startServer());
   }, 150_000);
 
   afterAll(async () => {
@@ -461,15 +466,17 @@ describe("selfheal/mcp with the 1.x SDK over stdio (the 1.x fixture server as a 
     expect((await serverCounts()).tickets).toBe(0);
   });
 
+  // A server of its own to kill: the other cases of this block share theirs, in any order.
   it("the server process dying mid-call is SERVICE_DOWN; the caller gets 1.x's McpError ConnectionClosed", async () => {
-    const healed = healMcpClient(realInstance("stdio-dies"), client, {
+    const doomed = await startServer();
+    const healed = healMcpClient(realInstance("stdio-dies"), doomed.client, {
       toolOptions: { plans: { SERVICE_DOWN: [] } }, // see the diagnosis, not the recovery
     });
     const call = healed
       .callTool({ name: "slow", arguments: { ms: 10_000 } })
       .catch((e: unknown) => e);
     await sleep(100);
-    process.kill(transport.pid as number);
+    process.kill(doomed.transport.pid as number);
 
     const thrown = await call;
     expect(thrown).toBeInstanceOf(McpError);
