@@ -1,11 +1,13 @@
 /**
  * Users' rules on the linear engine (re2js), side by side in one process: one diagnosis of a
  * 1 MB hostile error against the default table (V8, built-in regexes), against the defaults plus
- * a 40-rule user set (re2js), and the same 40 regexes matched by V8 over the same text where V8
- * is safe (no 55 s rule among them); then a set at the loader's bounds built to be slow (wide
- * counted repeats) to show the worst it accepts. Last, the rules `report --suggest-rules`
- * proposes for a 100 MB generated log of hostile UNKNOWN texts: each compiled by the linear
- * engine and checked by recheck (too slow for the suite: 1 to 9 s a rule).
+ * a 40-rule user set (re2js), the same 40 regexes matched by V8 where V8 is safe; then the worst
+ * rule sets the loader accepts (MAX_MATCH_COST): as many regexes as it takes whose DFA is built at
+ * load, and sets of regexes whose DFA is too large to build (wide counted repeats, the classic
+ * DFA blow-up), each regex fed a fresh text at every call, found by an adversarial search over
+ * its rune classes, so that no call finds its states cached. Last, the rules
+ * `report --suggest-rules` proposes for a 100 MB generated log of hostile UNKNOWN texts: each
+ * compiled by the linear engine and checked by recheck (too slow for the suite: 1 to 9 s a rule).
  *
  * Run: npm run bench:linear-rules   (writes bench/results/linear-rules.json)
  */
@@ -15,8 +17,12 @@ import { join } from "node:path";
 import { checkSync } from "recheck";
 import { createSelfHealing } from "../dist/index.js";
 import { readErrorFacts } from "../dist/diagnosis/error-facts.js";
-import { compileLinear, MAX_PROGRAM_SIZE } from "../dist/diagnosis/linear-regex.js";
-import { MAX_TOTAL_PROGRAM_SIZE } from "../dist/diagnosis/rules.js";
+import {
+  compileLinear,
+  DFA_STEP_COST,
+  MAX_MATCH_COST,
+  MAX_PROGRAM_SIZE,
+} from "../dist/diagnosis/linear-regex.js";
 import { RuleSuggester } from "../dist/report/suggest-rules.js";
 import { measure, report } from "./harness.js";
 
@@ -49,14 +55,27 @@ for (let i = 0; bytes < LOG_BYTES; i++) {
 const { file } = suggester.suggest("bench");
 const suggestMs = performance.now() - started;
 let compiled = 0;
+let suggestedCost = 0;
 const recheck: Record<string, number> = {};
 for (const rule of file.rules) {
   const [source = ""] = rule.match.message;
-  if (!("reason" in compileLinear(new RegExp(source, "i")))) compiled++;
+  const linear = compileLinear(new RegExp(source, "i"));
+  if (!("reason" in linear)) {
+    compiled++;
+    suggestedCost += linear.cost;
+  }
   const status = checkSync(source, "i", { timeout: 60_000 }).status;
   recheck[status] = (recheck[status] ?? 0) + 1;
 }
-console.log({ texts, bytes, rules: file.rules.length, compiled, recheck, suggestMs });
+console.log({
+  texts,
+  bytes,
+  rules: file.rules.length,
+  compiled,
+  suggestedCost,
+  recheck,
+  suggestMs,
+});
 
 // ---- 40 user rules ---------------------------------------------------------------------------
 const HAND_WRITTEN = [
@@ -67,6 +86,33 @@ const HAND_WRITTEN = [
 ];
 const suggested = file.rules.map((r) => r.match.message[0] ?? "");
 const userRegexes = [...HAND_WRITTEN, ...suggested].slice(0, 40);
+const costOf = (sources: readonly string[]): number =>
+  sources.reduce((sum, s) => {
+    const c = compileLinear(new RegExp(s, "i"));
+    if ("reason" in c) throw new Error(`${s}: ${c.reason}`);
+    return sum + c.cost;
+  }, 0);
+
+/** Regexes whose DFA is built at load: as many as MAX_MATCH_COST takes (distinct phrases). */
+const BUILT = Array.from(
+  { length: MAX_MATCH_COST / DFA_STEP_COST },
+  (_, i) => String.raw`upstream\s+shard\s+\S+\s+refused\s+the\s+write\s+${i}\s+\S+\s+now`,
+);
+/**
+ * Regexes whose DFA is too large to build, sets at MAX_MATCH_COST: one at the largest size taken,
+ * several mid-sized, many small (the per-regex constant counts most there).
+ */
+const WIDE: Record<string, readonly string[]> = {
+  "1 regex of wide counted repeats": [".{0,35}a.{0,35}b.{0,35}c.{0,6}d"],
+  "4 regexes of counted repeats": Array.from(
+    { length: 4 },
+    (_, i) => `.{0,12}a.{0,12}b.{0,${8 + i}}c`,
+  ),
+  "8 DFA blow-ups": Array.from({ length: 8 }, (_, i) => `[ab]*a[ab]{${18 + i}}`),
+};
+for (const [name, set] of Object.entries(WIDE))
+  if (costOf(set) > MAX_MATCH_COST) throw new Error(`${name}: ${costOf(set)} > ${MAX_MATCH_COST}`);
+
 const dir = mkdtempSync(join(tmpdir(), "selfheal-bench-"));
 const ruleFile = (name: string, regexes: readonly string[]): string => {
   const path = join(dir, `${name}.json`);
@@ -79,35 +125,66 @@ const ruleFile = (name: string, regexes: readonly string[]): string => {
   writeFileSync(path, JSON.stringify({ version: 1, rules }));
   return path;
 };
-/** Slow on purpose, each just under MAX_PROGRAM_SIZE, as many as MAX_TOTAL_PROGRAM_SIZE takes. */
-const ADVERSARIAL = Array.from(
-  { length: 20 },
-  (_, i) => `.{0,35}a.{0,35}b.{0,35}c.{0,35}${"defghijklmnopqrstuvw".charAt(i)}`,
-);
+const instance = (name: string, regexes: readonly string[]) =>
+  createSelfHealing({ agent: "bench", diagnosis: { ruleFile: ruleFile(name, regexes) } });
 
-const defaults = createSelfHealing({ agent: "bench" });
-const users = createSelfHealing({
-  agent: "bench",
-  diagnosis: { ruleFile: ruleFile("user", userRegexes) },
-});
-const worst = createSelfHealing({
-  agent: "bench",
-  diagnosis: { ruleFile: ruleFile("worst", ADVERSARIAL) },
-});
-
+let seed = 7;
 const random = (n: number, alphabet: string): string => {
-  let x = 7;
   let out = "";
   for (let i = 0; i < n; i++) {
-    x = (x * 1103515245 + 12345) & 0x7fffffff;
-    out += alphabet.charAt((x >> 8) % alphabet.length);
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    out += alphabet.charAt((seed >> 8) % alphabet.length);
   }
   return out;
 };
+/** 1 MB of error behind a fresh 4 KiB head (what the rules see), a new one each call. */
+const TAIL = "!".repeat(1_000_000);
+const fresh = (alphabet: string) => () => new Error(random(4096, alphabet) + TAIL);
+
+/**
+ * The adversarial search: for each regex, random 4 KiB texts over its rune classes' letters with
+ * one class left out (so that no match ends the scan early), run on a fresh compile; the alphabet
+ * that costs most per call wins. Returned: the alphabet that is worst for the set as a whole.
+ */
+function worstAlphabet(set: readonly string[]): string {
+  const letters = [...new Set(set.join("").replace(/[^a-z]/g, "") + "xyz .!")].join("");
+  let worst = letters;
+  let worstMs = 0;
+  for (let drop = 0; drop <= letters.length; drop++) {
+    const alphabet = letters.slice(0, drop) + letters.slice(drop + 1);
+    const patterns = set.map((s) => {
+      const c = compileLinear(new RegExp(s, "i"));
+      if ("reason" in c) throw new Error(c.reason);
+      return c.pattern;
+    });
+    const times: number[] = [];
+    for (let k = 0; k < 5; k++) {
+      const text = random(4096, alphabet);
+      const started = performance.now();
+      for (const p of patterns) p.test(text);
+      times.push(performance.now() - started);
+    }
+    const median = times.sort((a, b) => a - b)[2] ?? 0;
+    if (median > worstMs) [worst, worstMs] = [alphabet, median];
+  }
+  return worst;
+}
+
+const defaults = createSelfHealing({ agent: "bench" });
+const users = instance("user", userRegexes);
+const built = instance("built", BUILT);
+const wide = Object.fromEntries(
+  Object.entries(WIDE).map(([name, set]) => [
+    name,
+    { sh: instance(name.replace(/\W+/g, "-"), set), alphabet: worstAlphabet(set) },
+  ]),
+);
+
 const HOSTILE = {
-  "Upstream shard + 1 MB of !": new Error(`Upstream shard${"!".repeat(1_000_000)}`),
-  "1 MB of ( then a@": new Error(`${"(".repeat(500_000)}${"a@".repeat(250_000)}`),
-  "1 MB of random abcd": new Error(random(1_000_000, "abcd")),
+  "Upstream shard + 1 MB of !": () => new Error(`Upstream shard${"!".repeat(1_000_000)}`),
+  "1 MB of ( then a@": () => new Error(`${"(".repeat(500_000)}${"a@".repeat(250_000)}`),
+  "fresh random abcd head, 1 MB": fresh("abcd"),
+  "fresh random phrase letters head, 1 MB": fresh("upstreamshardrefusedthewrite \t!0123456789"),
 };
 
 const v8Regexes = userRegexes.map((s) => new RegExp(s, "i"));
@@ -118,17 +195,27 @@ const linearRegexes = userRegexes.map((s) => {
 });
 
 const cases: Record<string, () => Promise<unknown>> = {};
-for (const [name, error] of Object.entries(HOSTILE)) {
-  const text = readErrorFacts(error, 0).text; // what the rules see: the 4 KiB cut
-  cases[`${name}: default table`] = () => defaults.diagnose(error);
-  cases[`${name}: defaults + 40 user rules (re2js)`] = () => users.diagnose(error);
-  cases[`${name}: the 40 regexes, re2js`] = () =>
-    Promise.resolve(linearRegexes.some((re) => re.test(text)));
-  cases[`${name}: the 40 regexes, V8`] = () =>
-    Promise.resolve(v8Regexes.some((re) => re.test(text)));
-  cases[`${name}: defaults + 20 slow-on-purpose rules at the bounds`] = () => worst.diagnose(error);
+for (const [name, make] of Object.entries(HOSTILE)) {
+  cases[`${name}: default table`] = () => defaults.diagnose(make());
+  cases[`${name}: defaults + 40 user rules (re2js)`] = () => users.diagnose(make());
+  cases[`${name}: the 40 regexes, re2js`] = () => {
+    const text = readErrorFacts(make(), 0).text; // what the rules see: the 4 KiB cut
+    return Promise.resolve(linearRegexes.some((re) => re.test(text)));
+  };
+  cases[`${name}: the 40 regexes, V8`] = () => {
+    const text = readErrorFacts(make(), 0).text;
+    return Promise.resolve(v8Regexes.some((re) => re.test(text)));
+  };
+  cases[`${name}: defaults + ${BUILT.length} built-DFA rules at the bound`] = () =>
+    built.diagnose(make());
 }
-const ns = await measure(cases, { batch: 3, rounds: 5 });
+// The wide sets, each on its own worst text, fresh at each call; beside the default table on it.
+for (const [name, { sh, alphabet }] of Object.entries(wide)) {
+  const make = fresh(alphabet);
+  cases[`worst for ${name}: default table`] = () => defaults.diagnose(make());
+  cases[`worst for ${name}: defaults + the set at the bound`] = () => sh.diagnose(make());
+}
+const ns = await measure(cases, { batch: 3, rounds: 7 });
 const ms = (name: string) => Number(((ns[name] ?? NaN) / 1e6).toFixed(3));
 const rows = Object.keys(HOSTILE).map((name) => ({
   error: name,
@@ -139,16 +226,31 @@ const rows = Object.keys(HOSTILE).map((name) => ({
   "re2js / V8": Number(
     (ms(`${name}: the 40 regexes, re2js`) / ms(`${name}: the 40 regexes, V8`)).toFixed(1),
   ),
-  "+20 slow rules at the bounds ms": ms(
-    `${name}: defaults + 20 slow-on-purpose rules at the bounds`,
+  [`+${BUILT.length} built-DFA rules at the bound ms`]: ms(
+    `${name}: defaults + ${BUILT.length} built-DFA rules at the bound`,
   ),
+}));
+const worstCases = Object.entries(wide).map(([name, { alphabet }]) => ({
+  set: name,
+  cost: costOf(WIDE[name] ?? []),
+  "worst text's letters": alphabet,
+  "default table ms": ms(`worst for ${name}: default table`),
+  "defaults + set ms": ms(`worst for ${name}: defaults + the set at the bound`),
 }));
 report(
   "linear-rules",
-  rows,
+  [...rows, ...worstCases],
   {
-    bounds: { perRegex: MAX_PROGRAM_SIZE, total: MAX_TOTAL_PROGRAM_SIZE },
-    suggestions: { texts, bytes, rules: file.rules.length, compiled, recheck },
+    bounds: {
+      perRegexInstructions: MAX_PROGRAM_SIZE,
+      matchCost: MAX_MATCH_COST,
+      builtDfaCost: DFA_STEP_COST,
+    },
+    costs: {
+      "40 user rules": costOf(userRegexes),
+      [`${BUILT.length} built-DFA rules`]: costOf(BUILT),
+    },
+    suggestions: { texts, bytes, rules: file.rules.length, compiled, cost: suggestedCost, recheck },
   },
   { ns },
 );

@@ -13,12 +13,25 @@ export interface TextPattern {
 }
 
 /**
- * Largest RE2 program of one user regex (instructions, re2js' programSize). The worst cost per
- * character grows with the program: wide counted repeats in a row (`.{0,35}a.{0,35}b...`) can
- * make re2js fall back from its DFA. Measured on hostile 4 KiB texts (re2js 2.10): about 3 ms at
- * 286 instructions, 400 to 600 ms at 425 to 685. A rule of a few phrases is 20 to 150.
+ * Largest RE2 program of one user regex (instructions, re2js' programSize): keeps compiling and
+ * the load-time walk below cheap. A rule of a few phrases is 20 to 150.
  */
 export const MAX_PROGRAM_SIZE = 300;
+
+/**
+ * What one call may cost: the sum of the user regexes' costs (matchCost), in threads stepped per
+ * character of the text (at most MAX_MATCH_TEXT, 4 KiB). re2js' test() runs a lazily built DFA
+ * whose states stay cached between calls. A regex whose whole DFA is small is built at load
+ * (walkDfa): a call is then one table step a character, which costs about what stepping
+ * DFA_STEP_COST NFA threads does. Any other regex can meet a new DFA state at every character,
+ * each as dear as its live threads, at most its instructions. Measured (bench/linear-rules.ts):
+ * a set at this bound on a 1 MB hostile error costs a call under 5 ms.
+ */
+export const MAX_MATCH_COST = 240;
+/** What a regex whose DFA is built at load costs per character, in threads (measured). */
+export const DFA_STEP_COST = 4;
+/** Most work (threads stepped) spent building a regex's DFA at load; past it, it stays lazy. */
+const MAX_WALK_WORK = 100_000;
 
 /** Where the reasons send people. */
 const WHY =
@@ -105,11 +118,61 @@ export function toRe2Syntax(source: string, flags: string): string {
 }
 
 /** A user regex compiled for the linear engine, or why it cannot be. */
-export type LinearResult = { pattern: TextPattern; size: number } | { reason: string };
+export type LinearResult =
+  { pattern: TextPattern; size: number; cost: number } | { reason: string };
+
+/** re2js' lazily built DFA, as far as walkDfa uses it (re2js 2.x internals). */
+interface DfaState {
+  nfaStates: readonly number[];
+}
+interface Dfa {
+  classBounds: Int32Array;
+  start(
+    input: { context(pos: number): number; step(pos: number): number },
+    pos: number,
+  ): DfaState | null;
+  step(state: DfaState, cls: number, rune: number, anchor: number): DfaState | null;
+}
+
+/** re2js' UNANCHORED; a text's start is both BEGIN_TEXT (4) and BEGIN_LINE (1), as test() sees it. */
+const UNANCHORED = 0;
+const TEXT_START = { context: () => 5, step: () => -1 };
+
+/**
+ * Builds the whole DFA of `compiled` into its cache, one step per state and rune class, if that
+ * takes at most MAX_WALK_WORK; true when it did (every call is then one cached step a character).
+ * False when the DFA is larger, or re2js' internals are not the ones known here (then the regex is
+ * costed as unbuilt, which bounds it all the same).
+ */
+function walkDfa(compiled: RE2JS): boolean {
+  const dfa = (compiled as unknown as { re2Input?: { dfa?: Dfa } }).re2Input?.dfa;
+  if (!dfa || typeof dfa.step !== "function" || !(dfa.classBounds instanceof Int32Array))
+    return false;
+  // One rune of each class: class 0 starts at 0, class k at the k-th bound.
+  const runes = [0, ...dfa.classBounds];
+  const start = dfa.start(TEXT_START, 0);
+  if (!start) return false;
+  const seen = new Set([start]);
+  const pending = [start];
+  let work = 0;
+  for (let state = pending.pop(); state; state = pending.pop())
+    for (const [cls, rune] of runes.entries()) {
+      work += state.nfaStates.length + 1;
+      if (work > MAX_WALK_WORK) return false;
+      const next = dfa.step(state, cls, rune, UNANCHORED);
+      if (!next) return false; // out of the DFA's memory: it would be rebuilt during calls
+      if (!seen.has(next)) {
+        seen.add(next);
+        pending.push(next);
+      }
+    }
+  return true;
+}
 
 /**
  * `re` compiled for re2js, flags i, m and s carried over (g and y are refused by the rule
- * validator; u only changes how the source reads; d is irrelevant to a test).
+ * validator; u only changes how the source reads; d is irrelevant to a test), with its cost per
+ * character (MAX_MATCH_COST).
  */
 export function compileLinear(re: RegExp): LinearResult {
   let translated: string;
@@ -135,7 +198,12 @@ export function compileLinear(re: RegExp): LinearResult {
     return {
       reason: `too large for the linear engine (${size} instructions, at most ${MAX_PROGRAM_SIZE}): split it into several rules or use shorter counted repeats`,
     };
+  const cost = walkDfa(compiled) ? DFA_STEP_COST : DFA_STEP_COST + size;
+  if (cost > MAX_MATCH_COST)
+    return {
+      reason: `too costly for the linear engine (${cost} threads a character, at most ${MAX_MATCH_COST} for all rules): its counted repeats or wildcards in a row make too many states; use shorter counted repeats or fewer wildcards`,
+    };
   // The first calls run cold (tens of ms while re2js' code warms up): once here, at load.
   compiled.test("");
-  return { pattern: { source: re.source, test: (text) => compiled.test(text) }, size };
+  return { pattern: { source: re.source, test: (text) => compiled.test(text) }, size, cost };
 }

@@ -1,7 +1,7 @@
 import { SelfHealConfigError } from "../errors.js";
 import { PATTERNS, STRATEGIES, type Pattern, type StrategyName } from "../telemetry/conventions.js";
 import type { ErrorFacts } from "./error-facts.js";
-import { compileLinear, type TextPattern } from "./linear-regex.js";
+import { compileLinear, MAX_MATCH_COST, type TextPattern } from "./linear-regex.js";
 
 /**
  * What one rule looks for. Every field given must match (AND); a list matches when any of its
@@ -455,12 +455,6 @@ export const BUILT_IN_REGEXES: ReadonlySet<RegExp> = new Set(
   ),
 );
 
-/**
- * Most RE2 instructions of all user regexes together: the worst case of a call grows with their
- * sum (bench/linear-rules.ts measures 40 user rules and a slow set at this bound).
- */
-export const MAX_TOTAL_PROGRAM_SIZE = 6000;
-
 function check(condition: boolean, field: string, problem: string): asserts condition {
   if (!condition) throw new SelfHealConfigError(field, problem);
 }
@@ -477,7 +471,7 @@ function stringList(value: unknown, field: string): void {
 
 const MATCHER_KEYS = ["status", "code", "name", "message", "header", "statusPageDegraded"];
 
-/** Program instructions of the user regexes compiled so far, against MAX_TOTAL_PROGRAM_SIZE. */
+/** Cost per character of the user regexes compiled so far, against MAX_MATCH_COST. */
 interface Budget {
   used: number;
 }
@@ -487,11 +481,11 @@ function userPattern(re: RegExp, field: string, budget: Budget): TextPattern {
   if (BUILT_IN_REGEXES.has(re)) return re;
   const linear = compileLinear(re);
   if ("reason" in linear) throw new SelfHealConfigError(field, `${linear.reason}: /${re.source}/`);
-  budget.used += linear.size;
+  budget.used += linear.cost;
   check(
-    budget.used <= MAX_TOTAL_PROGRAM_SIZE,
+    budget.used <= MAX_MATCH_COST,
     field,
-    `the rules' regexes together are too large for the linear engine (more than ${MAX_TOTAL_PROGRAM_SIZE} instructions): drop or merge rules`,
+    `the rules' regexes together cost ${budget.used} threads a character of an error's text, past the linear engine's bound of ${MAX_MATCH_COST} (which keeps a call under 10 ms on any error; docs/diagnosis.md): drop or merge rules`,
   );
   return linear.pattern;
 }

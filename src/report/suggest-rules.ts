@@ -4,8 +4,8 @@
  * statuses and wordings, no model. The rules come out as a rule file that
  * `createSelfHealing({ diagnosis: { ruleFile } })` loads (src/diagnosis/rule-file.ts).
  */
-import { compileLinear } from "../diagnosis/linear-regex.js";
-import { DEFAULT_CHAINS, MAX_TOTAL_PROGRAM_SIZE, type PlanStep } from "../diagnosis/rules.js";
+import { compileLinear, DFA_STEP_COST, MAX_MATCH_COST } from "../diagnosis/linear-regex.js";
+import { DEFAULT_CHAINS, type PlanStep } from "../diagnosis/rules.js";
 import type { Pattern } from "../telemetry/conventions.js";
 import { TemplateMiner, templateRegex, type TemplateGroup } from "./templates.js";
 
@@ -103,15 +103,16 @@ const patternOfCode = (code: string): Pattern | undefined =>
 const MAX_RULE_WORDS = 16;
 
 /**
- * The regex of a template as a rule file holds it, and its size in the linear engine: the
- * template's first words, as many as the engine takes in one rule (`undefined`: none).
+ * The regex of a template as a rule file holds it, and its cost in the linear engine
+ * (MAX_MATCH_COST): the template's first words, as many as keep its DFA small enough to build at
+ * load, the cheapest a regex costs (`undefined`: none).
  */
-function ruleRegex(words: readonly string[]): { source: string; size: number } | undefined {
+function ruleRegex(words: readonly string[]): { source: string; cost: number } | undefined {
   for (let n = Math.min(words.length, MAX_RULE_WORDS); n > 0; n--) {
     const source = templateRegex(words.slice(0, n));
     if (source === "") return undefined;
     const linear = compileLinear(new RegExp(source, "i"));
-    if (!("reason" in linear)) return { source, size: linear.size };
+    if ("cost" in linear && linear.cost === DFA_STEP_COST) return { source, cost: linear.cost };
   }
   return undefined;
 }
@@ -169,18 +170,18 @@ export class RuleSuggester {
     const unclassified: Unclassified[] = [];
     const names = new Map<string, number>();
     // Proposals stop where the file would be refused: its regexes together past the loader's bound.
-    let size = 0;
+    let cost = 0;
     for (const group of this.miner.templates()) {
       const template = group.words.join(" ");
       const status = group.shared.get("status");
       const code = group.shared.get("code");
       const named = this.name(group, status, code);
       const regex = named && ruleRegex(group.words);
-      if (!named || !regex || size + regex.size > MAX_TOTAL_PROGRAM_SIZE) {
+      if (!named || !regex || cost + regex.cost > MAX_MATCH_COST) {
         unclassified.push({ template, samples: group.count, examples: group.examples });
         continue;
       }
-      size += regex.size;
+      cost += regex.cost;
       const message = regex.source;
       const { pattern, tier, because } = named;
       const slug = pattern.toLowerCase().replace(/_/g, "-");

@@ -8,7 +8,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { checkSync } from "recheck";
 import { afterAll, describe, expect, it } from "vitest";
-import { compileLinear, MAX_PROGRAM_SIZE, toRe2Syntax } from "../../src/diagnosis/linear-regex.js";
+import {
+  compileLinear,
+  DFA_STEP_COST,
+  MAX_MATCH_COST,
+  MAX_PROGRAM_SIZE,
+  toRe2Syntax,
+} from "../../src/diagnosis/linear-regex.js";
 import { parseRuleFile } from "../../src/diagnosis/rule-file.js";
 import { compileRules, type Rule } from "../../src/diagnosis/rules.js";
 import { readErrorFacts } from "../../src/diagnosis/error-facts.js";
@@ -81,6 +87,22 @@ describe("what the linear engine cannot run is a clear error at construction", (
     expect(error.message).toContain(reason);
   });
 
+  it.each([
+    ["a DFA blow-up", "[ab]*a[ab]{20}", 25],
+    ["wide counted repeats", ".{0,20}a.{0,20}b", 84],
+  ])("%s costs its instructions; a phrase costs one DFA step", (_what, source, size) => {
+    expect(compileLinear(new RegExp(source))).toMatchObject({ size, cost: DFA_STEP_COST + size });
+    expect(compileLinear(/upstream\s+shard\s+\S+\s+refused/i)).toMatchObject({
+      cost: DFA_STEP_COST,
+    });
+  });
+
+  it("one regex past the bound alone is refused by its cost", () => {
+    expect(compileLinear(/.{0,35}a.{0,35}b.{0,35}c.{0,35}d/)).toEqual({
+      reason: expect.stringContaining(`threads a character, at most ${MAX_MATCH_COST}`) as unknown,
+    });
+  });
+
   it("in code: names the rule and the regex, and says why", () => {
     const error = configError(() =>
       virtualInstance({
@@ -97,16 +119,21 @@ describe("what the linear engine cannot run is a clear error at construction", (
     expect(error.message).toContain("/(?<!x)y/");
   });
 
-  it("too many instructions in all: the table is refused, naming the rule that went past", () => {
+  it("too costly in all: the table is refused, naming the rule that went past, the total and the bound", () => {
     const big = (i: number): Rule => ({
       name: `r${i}`,
       pattern: "AUTH",
       confidence: 0.9,
-      match: { message: [new RegExp(`${"abcdefghij".repeat(20)}${i}`)] },
+      match: { message: [new RegExp(`rate limit ${i}`)] },
     });
-    const rules = Array.from({ length: 40 }, (_, i) => big(i));
+    const rules = Array.from({ length: MAX_MATCH_COST / DFA_STEP_COST + 1 }, (_, i) => big(i));
     const error = configError(() => virtualInstance({ diagnosis: { rules } }));
-    expect(error.message).toContain("together are too large for the linear engine");
+    expect(error.field).toBe(
+      `diagnosis.rules["r${MAX_MATCH_COST / DFA_STEP_COST}"].match.message[0]`,
+    );
+    expect(error.message).toContain(
+      `together cost ${MAX_MATCH_COST + DFA_STEP_COST} threads a character of an error's text, past the linear engine's bound of ${MAX_MATCH_COST}`,
+    );
   });
 });
 
@@ -193,8 +220,9 @@ describe("suggested rules of a log with hostile UNKNOWN texts", () => {
     });
   });
 
-  // recheck takes 1 to 9 s a rule: the most frequent of each shape here (one per template
-  // start), every rule of a 100 MB log in bench/linear-rules.ts.
+  // recheck takes 1 to 9 s a rule (its automaton checker is slower still on long literals): the
+  // most frequent of each shape here (one per template start), every rule of a 100 MB log in
+  // bench/linear-rules.ts.
   it("each shape passes recheck: no overlapping pieces", { timeout: 120_000 }, () => {
     const firstOfShape = new Map<string, string>();
     for (const [source = ""] of file.rules.map((r) => r.match.message))
