@@ -229,7 +229,8 @@ describe("selfheal demo (built CLI)", () => {
     const timeline = out.stdout.split("\n").filter((l) => l.startsWith("  ["));
     expect(timeline.length).toBeGreaterThan(20);
     for (const line of timeline) expect(line).toMatch(/^ {2}\[\d{1,2}:[0-5]\d:[0-5]\d\] \w/);
-    expect(out.stdout).toMatch(/^ {2}\[8:44:55\] result +night-34 rotation recovered$/m);
+    // Recovered at the end of its 60 s proof from the rotation (8:44:25), not at its first step.
+    expect(out.stdout).toMatch(/^ {2}\[8:45:25\] result +night-34 rotation recovered$/m);
     expect(out.stdout).not.toMatch(/\[\d{3,}:/); // no [524:55]
     expect(out.stdout).not.toMatch(/(night-\d+) \1/);
     expect(out.stdout).toMatch(/^ {2}\[3:52:00\] page +night-40 was rotated$/m);
