@@ -176,7 +176,9 @@ function url(source: Sourced<string>, suffix: string | undefined): string {
   if (suffix === undefined) return parsed.href;
   // A base endpoint gets the signal's path appended, after whatever path it has
   // (https://otlp-gateway-prod-eu-west-2.grafana.net/otlp -> .../otlp/v1/traces).
-  return `${parsed.href.replace(/\/+$/, "")}/${suffix}`;
+  let end = parsed.href.length;
+  while (parsed.href.charAt(end - 1) === "/") end--;
+  return `${parsed.href.slice(0, end)}/${suffix}`;
 }
 
 function otlpTarget(

@@ -227,5 +227,6 @@ function describeError(error: unknown): string {
     text = [...new Set(error.errors.map((e) => describeThrown(e)))].join("; ");
   else if (error instanceof Error && error.message === "" && typeof code === "string") text = code;
   else text = describeThrown(error);
-  return text.replace(/\s*\n\s*/g, " ");
+  // One space for each run of whitespace that holds a line break (each run matched once: linear).
+  return text.replace(/\s+/g, (run) => (run.includes("\n") ? " " : run));
 }

@@ -74,8 +74,19 @@ const SSE_HEADERS = {
 
 /** `reply` as stream tokens: each word with the whitespace before it (trailing space kept). */
 function tokensOf(reply: string): string[] {
-  const words = reply.match(/\s*\S+\s*$|\s*\S+/g);
-  return words ?? (reply ? [reply] : []);
+  const tokens: string[] = [];
+  let space = "";
+  // Runs of whitespace and of the rest, each matched once (linear on any reply).
+  for (const run of reply.match(/\s+|\S+/g) ?? []) {
+    if (/\s/.test(run.charAt(0))) space = run;
+    else {
+      tokens.push(space + run);
+      space = "";
+    }
+  }
+  if (space && tokens.length > 0) tokens[tokens.length - 1] += space;
+  else if (space) tokens.push(space);
+  return tokens;
 }
 
 function usage(completionTokens: number) {
