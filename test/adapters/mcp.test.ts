@@ -675,18 +675,23 @@ describe("selfheal/mcp: review findings", () => {
 
 describe("selfheal/mcp over stdio (the fixture server as a child process)", () => {
   let client: Client;
-  let transport: StdioClientTransport;
   let sh: SelfHealing;
 
-  beforeAll(async () => {
-    transport = new StdioClientTransport({
+  /** A server process of its own, and a client connected to it. */
+  async function startServer() {
+    const transport = new StdioClientTransport({
       command: process.execPath,
       args: [FIXTURE],
       cwd: ROOT,
       stderr: "pipe",
     });
-    client = new Client({ name: "selfheal-test", version: "1.0.0" });
-    await client.connect(transport);
+    const c = new Client({ name: "selfheal-test", version: "1.0.0" });
+    await c.connect(transport);
+    return { client: c, transport };
+  }
+
+  beforeAll(async () => {
+    ({ client } = await startServer());
     // The real clock: a child process answers in real time. No jitter: the quick retry waits 250 ms.
     sh = createSelfHealing({
       agent: "stdio-agent",
@@ -725,15 +730,17 @@ describe("selfheal/mcp over stdio (the fixture server as a child process)", () =
     expect(attributesOf("agent.tool_call")["selfheal.call.outcome"]).toBe("recovered");
   });
 
+  // A server of its own to kill: the other cases of this block share theirs, in any order.
   it("the server process dying mid-call is SERVICE_DOWN; the caller gets the SDK's ConnectionClosed", async () => {
-    const healed = healMcpClient(sh, client, {
+    const doomed = await startServer();
+    const healed = healMcpClient(sh, doomed.client, {
       toolOptions: { plans: { SERVICE_DOWN: [] } }, // see the diagnosis, not the recovery
     });
     const call = healed
       .callTool({ name: "slow", arguments: { ms: 10_000 } })
       .catch((e: unknown) => e);
     await new Promise((done) => setTimeout(done, 100));
-    process.kill(transport.pid as number);
+    process.kill(doomed.transport.pid as number);
 
     const thrown = await call;
     expect(thrown).toBeInstanceOf(SdkError);
