@@ -149,6 +149,8 @@ interface Pending {
   progressed?: boolean;
   /** The step that showed progress. */
   progressStep?: number;
+  /** Tier 2 or 3's new process has been seen: `fromStep` counts from where it resumed. */
+  resumed?: boolean;
   /** A rotation waiting out its backoff. */
   rotateAt?: number;
   /** Tier 2 waiting for the run to acknowledge its context reset (this seq) to restart it. */
@@ -389,6 +391,12 @@ export class Supervisor {
     }
     if (seen.verdict === "starting") return;
     const step = seen.heartbeat?.stepIdx;
+    // A restarted process shows progress by moving past the step it resumed from: its previous
+    // process may have moved once more after it was last seen (during a rotation's backoff).
+    if (pending && pending.tier !== "nudge" && !pending.resumed && step !== undefined) {
+      pending.resumed = true;
+      pending.fromStep = Math.max(pending.fromStep, step);
+    }
     const moved = step !== undefined && step > (pending?.fromStep ?? this.lastStep);
     if (step !== undefined) this.lastStep = Math.max(this.lastStep, step);
     if (pending) {

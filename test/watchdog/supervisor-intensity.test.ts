@@ -21,8 +21,8 @@ afterAll(() => {
 type Harness = ReturnType<typeof harness>;
 
 /**
- * The agent of issue 42: each process restores its snapshot, moves one step past it (and
- * snapshots that) `stepAfterMs` after its start, then stalls there for good, beating by
+ * The agent of issue 42: each process restores its snapshot (its first beat), moves one step
+ * past it (and snapshots that) `stepAfterMs` after its start (at its second beat at the soonest), then stalls there for good, beating by
  * keep-alive and deaf to nudges; it acknowledges a context reset unless `acks` is false. Call
  * before each look.
  */
@@ -34,13 +34,15 @@ function creeping(h: Harness, { stepAfterMs = 0, acks = true } = {}) {
   let moved = false;
   return () => {
     const now = h.clock.now();
-    if (h.sv.currentGeneration !== gen) {
+    const restored = h.sv.currentGeneration !== gen;
+    if (restored) {
       gen = h.sv.currentGeneration;
       moved = false;
       stepAt = now;
       startedAt = now;
     }
-    if (!moved && now - startedAt >= stepAfterMs) {
+    // Its first beat is at the step it restored; it moves on a later one.
+    if (!restored && !moved && now - startedAt >= stepAfterMs) {
       moved = true;
       step++; // the snapshot's step, plus one
       stepAt = now;
@@ -100,15 +102,16 @@ describe("a run that stalls again after every restart is given up on", () => {
     );
     expect(h.events.at(-1)).toEqual({
       kind: "gave_up",
-      at: h.t0 + 69_000,
+      at: h.t0 + 73_000,
       reason: "3 restarts in the last 600 s (limit 3): giving up",
       tier: "rotation",
     });
-    // On virtual time, the bound of docs/watchdog.md: the first stall (step 1 at 0 s, stalled at
-    // 11 s), the nudge's 15 s, the reset acknowledged at the next look (27 s); then each process
-    // stalls again 11 s after its step (39 s, 53 s, 69 s), rotations waiting 2 s and 4 s before.
+    // On virtual time: the first stall (step 1 at 1 s, stalled at 12 s), the nudge's 15 s, the
+    // reset acknowledged at the next look (28 s); then each process beats at its snapshot's step,
+    // moves one step a look later and stalls again 11 s after it (41 s, 56 s, 73 s), rotations
+    // waiting 2 s and 4 s before.
     const ats = h.events.flatMap((e) => (e.kind === "tier" ? [(e.at - h.t0) / 1000] : []));
-    expect(ats).toEqual([11, 26, 39, 53]);
+    expect(ats).toEqual([12, 27, 41, 56]);
 
     // The recoveries metric and the report count no recovery, one give-up.
     const points = await meters.read();
@@ -148,7 +151,7 @@ describe("a run that stalls again after every restart is given up on", () => {
     return { h, gaveUp, afterFirstStallMs: (gaveUp?.at ?? 0) - (firstStall?.at ?? 0) };
   }
 
-  it("with the default limits (the bound docs/watchdog.md states): each restart's stall is seen within its proof, and the ladder gives up at the 4th restart, 5 min 30 s after the first stall", async () => {
+  it("with the default limits (the bound docs/watchdog.md states): each restart's stall is seen within its proof, and the ladder gives up at the 4th restart, 5 min 45 s after the first stall", async () => {
     const { h, gaveUp, afterFirstStallMs } = await underDefaults();
     expect(h.sv.givenUp).toBe(true);
     // Not one restart counted recovered: the 60 s proof lasts until a stall on the new step is
@@ -165,18 +168,18 @@ describe("a run that stalls again after every restart is given up on", () => {
       "rotation:failed",
       "gave_up",
     ]);
-    // Stalled at 95 s; nudge 95-110 s; reset acknowledged, restart at 115 s, step 2 at 120 s,
-    // stalled at 215 s; rotation after 2 s (225 s), stalled at 320 s; after 4 s (330 s), stalled
-    // at 425 s: the 4th restart is refused.
+    // Step 1 at 5 s, stalled at 100 s; nudge 100-115 s; reset acknowledged, restart at 120 s,
+    // step 2 at 130 s, stalled at 225 s; rotated after 2 s (230 s), stalled at 335 s; after 4 s
+    // (340 s), stalled at 445 s: the 4th restart is refused.
     const ats = h.events.flatMap((e) => (e.kind === "tier" ? [(e.at - h.t0) / 1000] : []));
-    expect(ats).toEqual([95, 110, 215, 320]);
+    expect(ats).toEqual([100, 115, 225, 335]);
     expect(gaveUp).toMatchObject({
       kind: "gave_up",
-      at: h.t0 + 425_000,
+      at: h.t0 + 445_000,
       reason: "3 restarts in the last 600 s (limit 3): giving up",
       tier: "rotation",
     });
-    expect(afterFirstStallMs).toBe(330_000);
+    expect(afterFirstStallMs).toBe(345_000);
   });
 
   it.each([
@@ -186,6 +189,8 @@ describe("a run that stalls again after every restart is given up on", () => {
     [50_000, false, 535_000],
     // The slowest: it moves just before its proof would fail it, and Tier 2 waits out its 60 s.
     [55_000, false, 550_000],
+    // Too late to show progress within its 60 s: each restart fails at the end of its proof.
+    [59_000, false, 265_000],
   ])(
     "with the default limits, a process that moves %i ms after its start (acknowledging its reset: %s) is given up on within 10 min of the first stall (%i ms)",
     async (stepAfterMs, acks, expected) => {
@@ -269,10 +274,13 @@ describe("a run that stalls again after every restart is given up on", () => {
     h.beat(5);
     await h.sv.tick();
     await h.sv.processDied("exit code 1");
-    h.beat(6);
+    h.beat(6); // resumed
+    await h.sv.tick();
+    await h.clock.advance(POLL);
+    h.beat(7); // progress
     await h.sv.tick();
     await h.clock.advance(60_000); // the rotation's proof period
-    h.beat(7);
+    h.beat(8);
     await h.sv.tick();
     expect(h.news().at(-1)).toBe("rotation:recovered");
     if (h.state.beat) h.state.beat.contextTokens = 99;
@@ -282,7 +290,7 @@ describe("a run that stalls again after every restart is given up on", () => {
     expect(h.sv.givenUp).toBe(true);
     expect(h.events.at(-1)).toEqual({
       kind: "gave_up",
-      at: h.t0 + 60_000 + POLL,
+      at: h.t0 + 60_000 + 2 * POLL,
       reason: "1 restarts in the last 600 s (limit 1): giving up",
       tier: "context_reset",
     });
@@ -302,10 +310,13 @@ describe("a run that stalls again after every restart is given up on", () => {
       },
     });
     await h.sv.processDied("a");
-    h.beat(1);
+    h.beat(1); // resumed
+    await h.sv.tick();
+    await h.clock.advance(POLL);
+    h.beat(2);
     await h.sv.tick();
     await h.clock.advance(60_000); // its proof period: it moves on, recovered
-    h.beat(2);
+    h.beat(3);
     await h.sv.tick();
     await h.sv.processDied("b");
     expect(h.actions).toEqual(["rotate:2", "rotate:3"]);
