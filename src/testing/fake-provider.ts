@@ -84,8 +84,8 @@ function tokensOf(reply: string): string[] {
       space = "";
     }
   }
-  if (space && tokens.length > 0) tokens[tokens.length - 1] += space;
-  else if (space) tokens.push(space);
+  // Trailing whitespace stays on the last word (or is the one token of a blank reply).
+  if (space) tokens.push((tokens.pop() ?? "") + space);
   return tokens;
 }
 

@@ -1,12 +1,17 @@
 /**
  * Every built-in regex that runs over outside text (error texts, log lines) stays on V8, so each
  * must be safe from catastrophic backtracking: found in the source (every regex literal of the
- * files below, by the TypeScript parser, not copied) and checked by recheck.
+ * files below, by the TypeScript parser, not copied) and checked by recheck. The rules
+ * `report --suggest-rules` writes are checked too: they run on the linear engine here, but a
+ * rule file may be used elsewhere. About regex sources, not the runtime: .ci/run runs this file
+ * on one Node version (ONE_RUNTIME).
  */
 import { readFileSync } from "node:fs";
 import { checkSync } from "recheck";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
+import { RuleSuggester } from "../../src/report/suggest-rules.js";
+import { hostileLog } from "../helpers/hostile-log.js";
 
 const FILES = [
   "src/diagnosis/rules.ts",
@@ -67,4 +72,23 @@ describe("built-in regexes: recheck finds none vulnerable", () => {
       expect(flagged).toEqual([]);
     });
   }
+});
+
+describe("suggested rules of a log with hostile UNKNOWN texts", () => {
+  // recheck takes 1 to 9 s a rule (its automaton checker is slower still on long literals): the
+  // most frequent of each shape here (one per template start), every rule of a 100 MB log in
+  // bench/linear-rules.ts.
+  it("each shape passes recheck: no overlapping pieces", { timeout: 120_000 }, () => {
+    const suggester = new RuleSuggester();
+    for (const s of hostileLog(5_000)) suggester.add({ ...s, outcome: "failed" });
+    const { file } = suggester.suggest("test");
+    const firstOfShape = new Map<string, string>();
+    for (const [source = ""] of file.rules.map((r) => r.match.message))
+      if (!firstOfShape.has(source.slice(0, 8))) firstOfShape.set(source.slice(0, 8), source);
+    expect(firstOfShape.size).toBeGreaterThan(3);
+    const flagged = [...firstOfShape.values()].filter(
+      (source) => checkSync(source, "i", { timeout: 20_000 }).status !== "safe",
+    );
+    expect(flagged).toEqual([]);
+  });
 });
