@@ -19,18 +19,19 @@ export interface TextPattern {
 export const MAX_PROGRAM_SIZE = 300;
 
 /**
- * What one call may cost: the sum of the user regexes' costs (matchCost), in threads stepped per
- * character of the text (at most MAX_MATCH_TEXT, 4 KiB). re2js' test() runs a lazily built DFA
- * whose states stay cached between calls. A regex whose whole DFA is small is built at load
- * (walkDfa): a call is then one table step a character, which costs about what stepping
- * DFA_STEP_COST NFA threads does. Any other regex can meet a new DFA state at every character,
- * each as dear as its live threads, at most its instructions. Measured (bench/linear-rules.ts):
- * a set at this bound on a 1 MB hostile error costs a call under 5 ms.
+ * What one call may cost: the sum of the user regexes' costs, in threads stepped per character of
+ * the text (at most MAX_MATCH_TEXT, 4 KiB). re2js' test() runs a lazily built DFA whose states
+ * stay cached between calls; a user regex is taken only if its whole DFA is small enough to build
+ * at load (walkDfa), so that a call is one cached step a character, which costs about what
+ * stepping DFA_STEP_COST threads does: 60 regexes. A regex whose DFA is larger meets a new state
+ * at a hostile text's every character, each costing about 130 ns a thread (a 229-instruction
+ * regex of counted repeats: 134 ms on a 4 KiB text), and is refused. Measured
+ * (bench/linear-rules.ts): 60 regexes on a 1 MB hostile error add 4 to 5 ms to a call.
  */
 export const MAX_MATCH_COST = 240;
 /** What a regex whose DFA is built at load costs per character, in threads (measured). */
 export const DFA_STEP_COST = 4;
-/** Most work (threads stepped) spent building a regex's DFA at load; past it, it stays lazy. */
+/** Most work (threads stepped) spent building a regex's DFA at load; past it, it is refused. */
 const MAX_WALK_WORK = 100_000;
 
 /** Where the reasons send people. */
@@ -140,14 +141,14 @@ const TEXT_START = { context: () => 5, step: () => -1 };
 
 /**
  * Builds the whole DFA of `compiled` into its cache, one step per state and rune class, if that
- * takes at most MAX_WALK_WORK; true when it did (every call is then one cached step a character).
- * False when the DFA is larger, or re2js' internals are not the ones known here (then the regex is
- * costed as unbuilt, which bounds it all the same).
+ * takes at most MAX_WALK_WORK; true when it did (every call is then one cached step a character),
+ * false when the DFA is larger.
  */
 function walkDfa(compiled: RE2JS): boolean {
   const dfa = (compiled as unknown as { re2Input?: { dfa?: Dfa } }).re2Input?.dfa;
+  // re2js' internals as 2.10 has them (package.json pins it; the suite fails if they move).
   if (!dfa || typeof dfa.step !== "function" || !(dfa.classBounds instanceof Int32Array))
-    return false;
+    throw new Error("re2js' DFA is not the one selfheal knows: pin re2js as package.json does");
   // One rune of each class: class 0 starts at 0, class k at the k-th bound.
   const runes = [0, ...dfa.classBounds];
   const start = dfa.start(TEXT_START, 0);
@@ -198,11 +199,11 @@ export function compileLinear(re: RegExp): LinearResult {
     return {
       reason: `too large for the linear engine (${size} instructions, at most ${MAX_PROGRAM_SIZE}): split it into several rules or use shorter counted repeats`,
     };
-  const cost = walkDfa(compiled) ? DFA_STEP_COST : DFA_STEP_COST + size;
-  if (cost > MAX_MATCH_COST)
+  if (!walkDfa(compiled))
     return {
-      reason: `too costly for the linear engine (${cost} threads a character, at most ${MAX_MATCH_COST} for all rules): its counted repeats or wildcards in a row make too many states; use shorter counted repeats or fewer wildcards`,
+      reason: `too many states for the linear engine to build at load (counted repeats or wildcards in a row, like .{0,20}a.{0,20}b or [ab]*a[ab]{20}): a hostile text would make every character cost a new state; use shorter counted repeats or fewer wildcards`,
     };
+  const cost = DFA_STEP_COST;
   // The first calls run cold (tens of ms while re2js' code warms up): once here, at load.
   compiled.test("");
   return { pattern: { source: re.source, test: (text) => compiled.test(text) }, size, cost };

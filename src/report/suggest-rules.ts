@@ -4,7 +4,7 @@
  * statuses and wordings, no model. The rules come out as a rule file that
  * `createSelfHealing({ diagnosis: { ruleFile } })` loads (src/diagnosis/rule-file.ts).
  */
-import { compileLinear, DFA_STEP_COST, MAX_MATCH_COST } from "../diagnosis/linear-regex.js";
+import { compileLinear, MAX_MATCH_COST } from "../diagnosis/linear-regex.js";
 import { DEFAULT_CHAINS, type PlanStep } from "../diagnosis/rules.js";
 import type { Pattern } from "../telemetry/conventions.js";
 import { TemplateMiner, templateRegex, type TemplateGroup } from "./templates.js";
@@ -104,15 +104,15 @@ const MAX_RULE_WORDS = 16;
 
 /**
  * The regex of a template as a rule file holds it, and its cost in the linear engine
- * (MAX_MATCH_COST): the template's first words, as many as keep its DFA small enough to build at
- * load, the cheapest a regex costs (`undefined`: none).
+ * (MAX_MATCH_COST): the template's first words, as many as the engine takes (its DFA built at
+ * load; `undefined`: none).
  */
 function ruleRegex(words: readonly string[]): { source: string; cost: number } | undefined {
   for (let n = Math.min(words.length, MAX_RULE_WORDS); n > 0; n--) {
     const source = templateRegex(words.slice(0, n));
     if (source === "") return undefined;
     const linear = compileLinear(new RegExp(source, "i"));
-    if ("cost" in linear && linear.cost === DFA_STEP_COST) return { source, cost: linear.cost };
+    if (!("reason" in linear)) return { source, cost: linear.cost };
   }
   return undefined;
 }
