@@ -291,6 +291,9 @@ export class RedisFleetSync implements BreakerSync, AlertGate, LedgerSync, Budge
     // back) and queues commands until connected.
     const subscriber = this.host.client.duplicate({
       enableOfflineQueue: true,
+      // ioredis's own resubscribe drops its promise: cut or timed out before the answer, it is
+      // an unhandled rejection (a crash). The "ready" handler below subscribes, with a handler.
+      autoResubscribe: false,
       retryStrategy: (times: number) => Math.min(50 * 2 ** Math.min(times, 4), RECONNECT_MAX_MS),
     });
     RedisFleetSync.define(subscriber);
