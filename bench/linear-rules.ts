@@ -152,7 +152,10 @@ const fresh = (alphabet: string) => () => new Error(random(4096, alphabet) + TAI
 function worstAlphabet(source: string): string {
   const own = [...new Set(source.replace(/[^a-z]/g, ""))].join("");
   const candidates = [own + "xyz .!", own].flatMap((letters) =>
-    [...letters].map((_, drop) => letters.slice(0, drop) + letters.slice(drop + 1)),
+    Array.from(
+      { length: letters.length },
+      (_, drop) => letters.slice(0, drop) + letters.slice(drop + 1),
+    ),
   );
   let worst = own;
   let worstMs = 0;
