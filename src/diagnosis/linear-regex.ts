@@ -25,8 +25,8 @@ export const MAX_PROGRAM_SIZE = 300;
  * at load (walkDfa), so that a call is one cached step a character, which costs about what
  * stepping DFA_STEP_COST threads does: 60 regexes. A regex whose DFA is larger meets a new state
  * at a hostile text's every character, each costing about 130 ns a thread (a 229-instruction
- * regex of counted repeats: 134 ms on a 4 KiB text), and is refused. Measured
- * (bench/linear-rules.ts): 60 regexes on a 1 MB hostile error add 4 to 5 ms to a call.
+ * regex of counted repeats: 118 ms on a 4 KiB text), and is refused. Measured
+ * (bench/linear-rules.ts): a diagnosis of a 1 MB hostile error with 60 regexes, 4.0 to 4.9 ms.
  */
 export const MAX_MATCH_COST = 240;
 /** What a regex whose DFA is built at load costs per character, in threads (measured). */
