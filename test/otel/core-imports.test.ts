@@ -25,14 +25,22 @@ function importGraph(entry: string) {
   return { files: [...files].map((f) => f.slice(SRC.length + 1)), packages: [...packages] };
 }
 
+/**
+ * What the core may load besides node: modules. re2js (pure JS, no dependencies) matches users'
+ * diagnosis rules in linear time (src/diagnosis/linear-regex.ts): that guards the agent against
+ * its own rule files, so it cannot be an optional peer.
+ */
+const CORE_PACKAGES = ["@opentelemetry/api", "re2js"];
+
 describe("the core imports no SDK", () => {
-  it("src/index.ts and everything it loads import only @opentelemetry/api and node: modules", () => {
+  it("src/index.ts and everything it loads import only @opentelemetry/api, re2js and node: modules", () => {
     const { files, packages } = importGraph("index.ts");
     expect(files.length).toBeGreaterThan(20);
     expect(files.filter((f) => f.startsWith("otel/"))).toEqual([]);
-    expect(packages.filter((p) => !p.startsWith("node:") && p !== "@opentelemetry/api")).toEqual(
+    expect(packages.filter((p) => !p.startsWith("node:") && !CORE_PACKAGES.includes(p))).toEqual(
       [],
     );
+    expect(packages).toContain("re2js");
   });
 
   it("the selfheal/otel entry imports only its declared peers", async () => {
