@@ -11,7 +11,7 @@ import {
   chatCompletionChunks,
   sseChunks,
   type ChatCompletionChunk,
-} from "../../src/adapters/openai.js";
+} from "../../src/clients/openai.js";
 import {
   createSelfHealing,
   HttpResponseError,
