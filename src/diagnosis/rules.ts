@@ -174,11 +174,15 @@ export const DEFAULT_RULES: readonly Rule[] = [
   // A streamed call's own failures, measured by selfheal (structured evidence): first, so a cut
   // stream is told as one whatever its cause says (the cause is kept on the error).
   {
-    // Finished by the provider's content filter: the same request is filtered again.
+    // Finished by the provider's content filter (Anthropic: stop reason `refusal`): the same
+    // request is filtered again.
     name: "stream-content-filter",
     pattern: "CONTENT_POLICY",
     confidence: 0.95,
-    match: { name: ["StreamTruncatedError"], code: ["content_filter", "content-filter"] },
+    match: {
+      name: ["StreamTruncatedError"],
+      code: ["content_filter", "content-filter", "refusal"],
+    },
   },
   {
     name: "stream-truncated",
@@ -363,7 +367,8 @@ export const DEFAULT_RULES: readonly Rule[] = [
     name: "http-500",
     pattern: "SERVICE_DOWN",
     confidence: 0.7,
-    match: [{ status: [500] }, { name: ["InternalServerError"] }],
+    // Anthropic's `api_error` is its 500; an `error` event mid-stream carries no status.
+    match: [{ status: [500] }, { name: ["InternalServerError"] }, { code: ["api_error"] }],
   },
   {
     name: "empty-response",
