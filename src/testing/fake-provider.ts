@@ -5,27 +5,42 @@ import {
   type FailureInjectorOptions,
   type Injection,
 } from "./failure-injector.js";
-import { httpFault, STREAM_ONLY_FAULTS, type ApiErrorBody } from "./faults.js";
+import { STREAM_ONLY_FAULTS } from "./faults.js";
+import {
+  routeOf,
+  WIRE_APIS,
+  type Answer,
+  type StreamEvents,
+  type WireApiName,
+} from "./wire/index.js";
+import { jsonReply, type WireReply } from "./wire/types.js";
 
 /** A running fake provider. */
 export interface FakeProvider {
-  /** Base URL, e.g. `http://127.0.0.1:41234/v1`. */
+  /** OpenAI's base URL (Chat Completions, Responses), e.g. `http://127.0.0.1:41234/v1`. */
   readonly url: string;
+  /**
+   * The server's origin, e.g. `http://127.0.0.1:41234`: the base URL of Anthropic's and Google's
+   * clients, which add `/v1/messages` and `/v1beta/models/…` themselves.
+   */
+  readonly origin: string;
   readonly port: number;
   /** Decides each request's fault: `provider.injector.inject("rate_limit", { first: 2 })`. */
   readonly injector: FailureInjector;
-  /** Requests received on /v1/chat/completions (a body that is not JSON included). */
+  /** Requests received on any API's path (a body that is not JSON included). */
   readonly requests: number;
-  /** Of those, requests whose body asked `"stream": true`. */
+  /** Of those, requests that asked for a stream. */
   readonly streamed: number;
   /**
    * Streams that went silent in a `stream_stall` (counted once the tokens before the silence
    * were written): a test waits on it before it lets a client's idle limit pass.
    */
   readonly stalled: number;
+  /** The same three counts for each API. */
+  readonly byApi: Readonly<Record<WireApiName, ApiCounts>>;
   /**
-   * The parsed JSON body of each request on /v1/chat/completions, in arrival order (refused
-   * ones included; a body that is not JSON is not recorded), to assert what a client sent.
+   * The parsed JSON body of each request, every API's, in arrival order (refused ones
+   * included; a body that is not JSON is not recorded), to assert what a client sent.
    */
   readonly bodies: readonly Record<string, unknown>[];
   /** Stops listening, ends pending waits and drops open connections (streaming ones included). */
@@ -42,8 +57,8 @@ export interface FakeProviderOptions extends FailureInjectorOptions {
   /** Gap between two token events of a stream, ms (default 5). */
   tokenIntervalMs?: number;
   /**
-   * Refuse a request whose last message has role `assistant` with a 400
-   * `invalid_request_error`, as providers without assistant prefill do (default false).
+   * Refuse a request whose conversation ends with the model's turn (role `assistant`, Gemini's
+   * `model`) with the API's 400, as models without assistant prefill do (default false).
    */
   rejectPrefill?: boolean;
   /** Defaults to 0: a free port. */
@@ -63,9 +78,6 @@ const DEFAULTS = {
   /** `malformed_event` without `atToken`. */
   malformedAtToken: 1,
 } as const;
-
-/** The event `malformed_event` sends: a chunk cut mid-JSON. */
-const MALFORMED_EVENT = 'data: {"choices":[{"delta":{"content":\n\n';
 
 const SSE_HEADERS = {
   "content-type": "text/event-stream; charset=utf-8",
@@ -89,46 +101,18 @@ function tokensOf(reply: string): string[] {
   return tokens;
 }
 
-function usage(completionTokens: number) {
-  return {
-    prompt_tokens: 10,
-    completion_tokens: completionTokens,
-    total_tokens: 10 + completionTokens,
-  };
+function send(res: ServerResponse, reply: WireReply, headers: Record<string, string>): void {
+  res.writeHead(reply.status, { ...headers, ...reply.headers });
+  res.end(reply.body);
 }
 
-function completion(content: string) {
-  return {
-    id: "chatcmpl-fake",
-    object: "chat.completion",
-    created: 0,
-    model: "fake-model",
-    choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }],
-    usage: usage(tokensOf(content).length),
-  };
+/** The 404 of a path no API answers, in OpenAI's error shape. */
+function noRoute(req: IncomingMessage): WireReply {
+  const message = `no route ${req.method ?? ""} ${req.url ?? ""}`;
+  return jsonReply(404, {
+    error: { message, type: "invalid_request_error", code: null, param: null },
+  });
 }
-
-function json(
-  res: ServerResponse,
-  status: number,
-  body: unknown,
-  headers: Record<string, string> = {},
-): void {
-  res.writeHead(status, { "content-type": "application/json", ...headers });
-  res.end(JSON.stringify(body));
-}
-
-function invalidRequest(res: ServerResponse, message: string, param: string | null): void {
-  const error: ApiErrorBody = { message, type: "invalid_request_error", code: null, param };
-  json(res, 400, { error });
-}
-
-/** OpenAI's answer to a body that is not JSON. */
-const NOT_JSON =
-  "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)";
-
-const PREFILL_REFUSED =
-  "Assistant message prefill is not supported: the conversation must end with a user message.";
 
 function parseBody(text: string): Record<string, unknown> | undefined {
   try {
@@ -139,23 +123,6 @@ function parseBody(text: string): Record<string, unknown> | undefined {
   } catch {
     return undefined;
   }
-}
-
-function endsWithAssistant(body: Record<string, unknown>): boolean {
-  const messages = body.messages;
-  if (!Array.isArray(messages)) return false;
-  const last: unknown = messages.at(-1);
-  return typeof last === "object" && last !== null && "role" in last && last.role === "assistant";
-}
-
-function wantsUsage(body: Record<string, unknown>): boolean {
-  const options = body.stream_options;
-  return (
-    typeof options === "object" &&
-    options !== null &&
-    "include_usage" in options &&
-    options.include_usage === true
-  );
 }
 
 /** Waits `ms` unless the response closes first (client gone, close()); true if it waited. */
@@ -188,42 +155,29 @@ function waiter(waits: Set<() => void>): Wait {
   };
 }
 
-/** One streamed answer: its tokens, the fault that bends it, and how it is paced. */
+/** One streamed answer: its events, the fault that bends it, and how it is paced. */
 interface StreamPlan {
-  tokens: string[];
+  events: StreamEvents;
+  tokens: readonly string[];
   fault: Injection | undefined;
-  includeUsage: boolean;
+  headers: Record<string, string>;
   tokenIntervalMs: number;
   wait: Wait;
   /** The stream went silent (a stall). */
   onStall: () => void;
 }
 
-function chunk(delta: Record<string, string>, finishReason: string | null, includeUsage: boolean) {
-  return {
-    id: "chatcmpl-fake",
-    object: "chat.completion.chunk",
-    created: 0,
-    model: "fake-model",
-    choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
-    // As OpenAI: with include_usage every chunk but the last carries `usage: null`.
-    ...(includeUsage ? { usage: null } : {}),
-  };
-}
-
-/** Streams an answer as OpenAI's SSE, bent by a stream fault if one applies. */
+/** Streams an answer as its API's SSE, bent by a stream fault if one applies. */
 async function streamAnswer(res: ServerResponse, plan: StreamPlan): Promise<void> {
-  const { tokens, fault, includeUsage, tokenIntervalMs, wait, onStall } = plan;
+  const { events, tokens, fault, tokenIntervalMs, wait, onStall } = plan;
   let flushed = Promise.resolve();
-  const send = (event: string) => {
-    flushed = new Promise((resolve) => {
-      res.write(event, () => {
-        resolve();
+  const send = (...texts: string[]) => {
+    for (const text of texts)
+      flushed = new Promise((resolve) => {
+        res.write(text, () => {
+          resolve();
+        });
       });
-    });
-  };
-  const data = (payload: unknown) => {
-    send(`data: ${JSON.stringify(payload)}\n\n`);
   };
 
   const kind = fault?.kind;
@@ -237,12 +191,14 @@ async function streamAnswer(res: ServerResponse, plan: StreamPlan): Promise<void
       ? Math.min((fault?.atToken ?? DEFAULTS.malformedAtToken) - 1, tokens.length)
       : -1;
 
-  res.writeHead(200, SSE_HEADERS);
-  data(chunk({ role: "assistant", content: "" }, null, includeUsage));
+  res.writeHead(200, { ...plan.headers, ...SSE_HEADERS });
+  // Headers go out now even where the API has no event before the first token (Gemini).
+  res.flushHeaders();
+  send(...events.head());
   if (kind === "slow_first_token") {
     if (!(await wait(res, fault?.delayMs ?? DEFAULTS.firstTokenDelayMs))) return;
   }
-  // Step i is where token i goes; step tokens.length is where the finish chunk goes.
+  // Step i is where token i goes; step tokens.length is where the finish goes.
   for (let i = 0; i <= tokens.length; i++) {
     if (i > 0 && i < tokens.length && tokenIntervalMs > 0) {
       if (!(await wait(res, tokenIntervalMs))) return;
@@ -257,46 +213,52 @@ async function streamAnswer(res: ServerResponse, plan: StreamPlan): Promise<void
       onStall();
       if (!(await wait(res, fault?.silentMs ?? DEFAULTS.stallSilentMs))) return;
     }
-    if (i === malformedAt) send(MALFORMED_EVENT);
+    if (i === malformedAt) send(events.malformed());
     const token = tokens[i];
-    if (token !== undefined) data(chunk({ content: token }, null, includeUsage));
+    if (token !== undefined) send(events.token(token, i));
   }
-  data(chunk({}, "stop", includeUsage));
-  if (includeUsage)
-    data({
-      id: "chatcmpl-fake",
-      object: "chat.completion.chunk",
-      created: 0,
-      model: "fake-model",
-      choices: [],
-      usage: usage(tokens.length),
-    });
-  if (kind !== "no_done") send("data: [DONE]\n\n");
+  send(...events.finish());
+  if (kind !== "no_done") send(...events.done());
   res.end();
 }
 
+/** Requests an API received on this server, and how many streamed or stalled. */
+export interface ApiCounts {
+  readonly requests: number;
+  readonly streamed: number;
+  readonly stalled: number;
+}
+
 /**
- * An OpenAI-compatible `/v1/chat/completions` server on 127.0.0.1 that serves the injector's
- * faults as real HTTP: 429 with or without Retry-After, 500/502/503, 400 context length and
- * content policy, 401, an empty answer, a body cut mid-JSON, a reset connection, a response
- * that comes too late (`timeout`) or never (`hang`). For integration tests and users' own.
+ * A fake provider on 127.0.0.1 speaking the wire formats of OpenAI Chat Completions
+ * (`POST /v1/chat/completions`), OpenAI Responses (`POST /v1/responses`), Anthropic Messages
+ * (`POST /v1/messages`) and Gemini (`POST /v1beta/models/{model}:generateContent` and
+ * `:streamGenerateContent?alt=sse`), chosen by the path (one module each, src/testing/wire/),
+ * and serving the injector's faults as real HTTP in each API's shapes: 429 with or without
+ * Retry-After, 500/502/503, overloaded (Anthropic's 529), 400 context length and content
+ * policy, auth, an empty answer, a truncated one (`finish_length`), a body cut mid-JSON, a reset
+ * connection, a response that comes too late (`timeout`) or never (`hang`). For integration
+ * tests and users' own; docs/testing.md has each API's answers.
  *
- * A request with `"stream": true` is answered as Server-Sent Events like the OpenAI API: a
- * `chat.completion.chunk` with `delta: { role: "assistant", content: "" }`, one chunk per
- * token of `reply` every `tokenIntervalMs`, a chunk with `finish_reason: "stop"`, a usage chunk
- * (`choices: []`) when `stream_options.include_usage` is set, then `data: [DONE]`. The faults
+ * A streamed request (`"stream": true`, or Gemini's `:streamGenerateContent`) is answered as its
+ * API's Server-Sent Events: what comes before the first token (Chat's role chunk, Responses'
+ * `response.created` … `response.content_part.added`, Anthropic's `message_start`,
+ * `content_block_start` and `ping`), one event per token of `reply` every `tokenIntervalMs`,
+ * the finish (finish reason, usage), then what completes the stream (`data: [DONE]`,
+ * `response.completed`, `message_stop`, Gemini's chunk with its `finishReason`). The faults
  * above behave the same for it (an HTTP fault answers with its status before any event, `empty`
  * streams no token, `malformed_json` sends the same cut JSON body); five more exist only in a
  * stream, and a request that is not streamed is answered normally under them:
- * - `slow_first_token`: headers and role chunk at once, the first token after `delayMs` (20 s);
+ * - `slow_first_token`: headers and the events before the first token at once, the first token
+ *   after `delayMs` (20 s);
  * - `stream_cut`: the socket is destroyed after `afterTokens` tokens (two thirds): no finish;
  * - `stream_stall`: silent for `silentMs` (30 s) after `afterTokens` tokens, then the rest;
  * - `malformed_event`: an extra event cut mid-JSON before token `atToken` (1), no token lost;
- * - `no_done`: the whole answer and its finish chunk, then the response ends without [DONE].
+ * - `no_done`: the whole answer and its finish, without what completes the stream.
  *
- * The body is parsed first: one that is not a JSON object gets OpenAI's 400, and with
- * `rejectPrefill` a conversation ending with an assistant message gets a 400
- * `invalid_request_error`; neither asks the injector. `close()` ends every wait and stream.
+ * The body is parsed first: one that is not a JSON object gets the API's 400, and with
+ * `rejectPrefill` a conversation ending with the model's turn gets a 400; neither asks the
+ * injector. `close()` ends every wait and stream.
  */
 // Long on purpose: the request's path (parse, refuse, the fault table, answer) read top to bottom.
 export async function startFakeProvider(options: FakeProviderOptions = {}): Promise<FakeProvider> {
@@ -304,44 +266,67 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
   if (!(tokenIntervalMs >= 0 && tokenIntervalMs < Infinity))
     throw new TypeError("tokenIntervalMs must be a finite number of ms >= 0");
   const injector = new FailureInjector(options);
-  const reply = options.reply ?? DEFAULTS.reply;
+  const replyTokens = tokensOf(options.reply ?? DEFAULTS.reply);
   const sockets = new Set<Socket>();
   /** Each pending wait's way to end early: close() calls them all. */
   const waits = new Set<() => void>();
   const bodies: Record<string, unknown>[] = [];
-  let requests = 0;
-  let streamed = 0;
-  let stalled = 0;
+  const counts = { requests: 0, streamed: 0, stalled: 0 };
+  const byApi = Object.fromEntries(
+    WIRE_APIS.map((api) => [api.name, { requests: 0, streamed: 0, stalled: 0 }]),
+  ) as Record<WireApiName, { requests: number; streamed: number; stalled: number }>;
 
   const wait = waiter(waits);
 
   /** Answers one parsed request: validation, then the injector's fault, then the answer. */
-  const answer = async (req: IncomingMessage, res: ServerResponse, text: string) => {
+  const answer = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    { api, match }: NonNullable<ReturnType<typeof routeOf>>,
+    n: number,
+    text: string,
+  ) => {
+    const headers = api.headers(n);
+    const apiCounts = byApi[api.name];
     const body = parseBody(text);
     if (!body) {
-      invalidRequest(res, NOT_JSON, null);
+      send(res, api.notJson(n), headers);
       return;
     }
     bodies.push(body);
-    const isStream = body.stream === true;
-    if (isStream) streamed++;
-    if (options.rejectPrefill && endsWithAssistant(body)) {
-      invalidRequest(res, PREFILL_REFUSED, "messages");
+    const isStream = match.stream ?? body.stream === true;
+    if (isStream) {
+      counts.streamed++;
+      apiCounts.streamed++;
+    }
+    if (options.rejectPrefill && api.endsWithAssistant(body)) {
+      send(res, api.prefillRefused(n), headers);
       return;
     }
+    const model = match.model ?? (typeof body.model === "string" ? body.model : "fake-model");
     const reply200 = async (fault?: Injection) => {
+      const kind = fault?.kind;
+      const cut = Math.min(
+        fault?.afterTokens ?? Math.floor((replyTokens.length * 2) / 3),
+        replyTokens.length,
+      );
+      const tokens =
+        kind === "empty" ? [] : kind === "finish_length" ? replyTokens.slice(0, cut) : replyTokens;
+      const said: Answer = { model, tokens, truncated: kind === "finish_length", n, body };
       if (isStream)
         await streamAnswer(res, {
-          tokens: fault?.kind === "empty" ? [] : tokensOf(reply),
+          events: api.stream(said),
+          tokens,
           fault,
-          includeUsage: wantsUsage(body),
+          headers,
           tokenIntervalMs,
           wait,
           onStall: () => {
-            stalled++;
+            counts.stalled++;
+            apiCounts.stalled++;
           },
         });
-      else json(res, 200, completion(fault?.kind === "empty" ? "" : reply));
+      else send(res, jsonReply(200, api.body(said)), headers);
     };
 
     const { fault } = injector.next();
@@ -349,18 +334,22 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
       await reply200(fault);
       return;
     }
-    const http = httpFault(fault.kind, fault);
-    if (http) {
-      json(res, http.status, { error: http.body }, http.headers);
+    const refusal = api.fault(fault.kind, fault, isStream, n);
+    if (refusal) {
+      send(res, refusal, headers);
       return;
     }
     switch (fault.kind) {
       case "empty":
+      case "finish_length":
         await reply200(fault);
         return;
       case "malformed_json":
-        res.writeHead(200, { "content-type": "application/json" });
-        res.end('{"id":"chatcmpl-fake","choices":[{"message":');
+        send(
+          res,
+          { status: 200, headers: { "content-type": "application/json" }, body: api.cutBody },
+          headers,
+        );
         return;
       case "connection_reset":
         req.socket.destroy();
@@ -375,24 +364,19 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
   };
 
   const handle = (req: IncomingMessage, res: ServerResponse) => {
-    if (req.method !== "POST" || !req.url?.startsWith("/v1/chat/completions")) {
+    const route = req.method === "POST" ? routeOf((req.url ?? "").split("?")[0] ?? "") : undefined;
+    if (!route) {
       req.resume();
-      json(res, 404, {
-        error: {
-          message: `no route ${req.method ?? ""} ${req.url ?? ""}`,
-          type: "invalid_request_error",
-          code: null,
-          param: null,
-        },
-      });
+      send(res, noRoute(req), {});
       return;
     }
-    requests++;
+    const n = ++counts.requests;
+    byApi[route.api.name].requests++;
     const parts: Buffer[] = [];
     req.on("data", (part: Buffer) => parts.push(part));
     req.on("error", () => undefined); // a client that goes away mid-body: nothing to answer
     req.on("end", () => {
-      answer(req, res, Buffer.concat(parts).toString("utf8")).catch(() => {
+      answer(req, res, route, n, Buffer.concat(parts).toString("utf8")).catch(() => {
         res.destroy();
       });
     });
@@ -410,17 +394,19 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
   const { port } = server.address() as { port: number };
   return {
     url: `http://127.0.0.1:${port}/v1`,
+    origin: `http://127.0.0.1:${port}`,
     port,
     injector,
     get requests() {
-      return requests;
+      return counts.requests;
     },
     get streamed() {
-      return streamed;
+      return counts.streamed;
     },
     get stalled() {
-      return stalled;
+      return counts.stalled;
     },
+    byApi,
     bodies,
     close: () =>
       new Promise<void>((resolve) => {

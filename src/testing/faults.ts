@@ -11,11 +11,13 @@ export const FAULT_KINDS = [
   "http_500",
   "http_502",
   "http_503",
+  "overloaded",
   "connection_reset",
   "malformed_json",
   "context_length",
   "content_policy",
   "auth",
+  "finish_length",
   "slow_first_token",
   "stream_cut",
   "stream_stall",
@@ -45,8 +47,9 @@ export interface FaultOptions {
    */
   delayMs?: number;
   /**
-   * stream_cut, stream_stall: tokens streamed before the cut or the silence (default two thirds
-   * of the answer's tokens, rounded down; more than the answer has means after the last token).
+   * stream_cut, stream_stall: tokens streamed before the cut or the silence; finish_length: the
+   * tokens the truncated answer keeps (default two thirds of the answer's tokens, rounded down;
+   * more than the answer has means after the last token).
    */
   afterTokens?: number;
   /** stream_stall: how long the stream stays silent, connection open, ms (default 30 000). */
@@ -110,6 +113,16 @@ export function httpFault(kind: FaultKind, options: FaultOptions = {}): HttpFaul
         status: 503,
         headers: {},
         body: body("The server is overloaded or not ready yet.", "server_error", null),
+      };
+    case "overloaded":
+      return {
+        status: 503,
+        headers: {},
+        body: body(
+          "The engine is currently overloaded, please try again later.",
+          "server_error",
+          null,
+        ),
       };
     case "context_length":
       return {
@@ -182,6 +195,10 @@ export function thrownFault(kind: FaultKind, options: FaultOptions = {}): Error 
   if (STREAM_ONLY_FAULTS.has(kind))
     throw new Error(
       `fault ${kind} only exists over HTTP streams: serve it with startFakeProvider to a request with "stream": true`,
+    );
+  if (kind === "finish_length")
+    throw new Error(
+      "fault finish_length is not an error but a truncated answer: serve it with startFakeProvider",
     );
   const http = httpFault(kind, options);
   if (http) return new InjectedApiError(http);

@@ -4,5 +4,6 @@ export type { Decision, FailureInjectorOptions, Injection, Trigger } from "./fai
 export { FAULT_KINDS, InjectedApiError, httpFault, thrownFault } from "./faults.js";
 export type { ApiErrorBody, FaultKind, FaultOptions, HttpFault } from "./faults.js";
 export { startFakeProvider } from "./fake-provider.js";
-export type { FakeProvider, FakeProviderOptions } from "./fake-provider.js";
+export type { ApiCounts, FakeProvider, FakeProviderOptions } from "./fake-provider.js";
+export type { WireApiName } from "./wire/types.js";
 export { seededRandom } from "./random.js";

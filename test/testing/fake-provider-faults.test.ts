@@ -116,6 +116,16 @@ const HTTP_FAULTS = [
     },
   ],
   [
+    "overloaded",
+    503,
+    {
+      message: "The engine is currently overloaded, please try again later.",
+      type: "server_error",
+      code: null,
+      param: null,
+    },
+  ],
+  [
     "context_length",
     400,
     {

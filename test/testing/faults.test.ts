@@ -32,6 +32,14 @@ const HTTP_FAULTS = [
     "InternalServerError",
   ],
   [
+    "overloaded",
+    503,
+    "server_error",
+    null,
+    "The engine is currently overloaded, please try again later.",
+    "InternalServerError",
+  ],
+  [
     "context_length",
     400,
     "invalid_request_error",
@@ -70,6 +78,7 @@ const NOT_HTTP: FaultKind[] = [
   "empty",
   "connection_reset",
   "malformed_json",
+  "finish_length",
   "slow_first_token",
   "stream_cut",
   "stream_stall",
@@ -87,11 +96,13 @@ describe("FAULT_KINDS and STREAM_ONLY_FAULTS", () => {
       "http_500",
       "http_502",
       "http_503",
+      "overloaded",
       "connection_reset",
       "malformed_json",
       "context_length",
       "content_policy",
       "auth",
+      "finish_length",
       "slow_first_token",
       "stream_cut",
       "stream_stall",
@@ -231,6 +242,14 @@ describe("thrownFault: network and parse errors", () => {
 
   it.each(["hang", "empty"] as const)("%s is not an error: thrownFault throws", (kind) => {
     expect(() => thrownFault(kind)).toThrow(new Error(`fault ${kind} is not an error`));
+  });
+
+  it("finish_length is a truncated answer: thrownFault names the fake provider", () => {
+    expect(() => thrownFault("finish_length")).toThrow(
+      new Error(
+        "fault finish_length is not an error but a truncated answer: serve it with startFakeProvider",
+      ),
+    );
   });
 
   it.each([...STREAM_ONLY_FAULTS])("%s: thrownFault names the fake provider", (kind) => {
