@@ -166,6 +166,18 @@ const QUOTA_NAMES = [
   "LinkedOrganizationBillingUnavailableError",
 ];
 
+/** Gemini's finish and block reasons that say a content policy withheld the answer. */
+const GEMINI_CONTENT_POLICY = [
+  "safety",
+  "prohibited_content",
+  "blocklist",
+  "spii",
+  "image_safety",
+  "image_prohibited_content",
+  "jailbreak",
+  "model_armor",
+];
+
 /**
  * The default rule table, most specific first. Status codes come before wording: a 400 that
  * says "maximum context length" is CONTEXT_LENGTH, so those rules precede BAD_REQUEST.
@@ -174,14 +186,14 @@ export const DEFAULT_RULES: readonly Rule[] = [
   // A streamed call's own failures, measured by selfheal (structured evidence): first, so a cut
   // stream is told as one whatever its cause says (the cause is kept on the error).
   {
-    // Finished by the provider's content filter (Anthropic: stop reason `refusal`): the same
-    // request is filtered again.
+    // Finished by the provider's content filter (Anthropic: stop reason `refusal`; Gemini: a
+    // content-policy finish or block reason): the same request is filtered again.
     name: "stream-content-filter",
     pattern: "CONTENT_POLICY",
     confidence: 0.95,
     match: {
       name: ["StreamTruncatedError"],
-      code: ["content_filter", "content-filter", "refusal"],
+      code: ["content_filter", "content-filter", "refusal", ...GEMINI_CONTENT_POLICY],
     },
   },
   {
