@@ -4,7 +4,8 @@
  * codes and bodies, 100,000 AggregateError members or details, 10,000 headers: the unit tests
  * check they are diagnosed and read only in part, this measures what they cost); then
  * every error of the real-SDK corpus (test/diagnosis/sdk-corpus.ts: the OpenAI, Anthropic and
- * Google SDKs, fetch and axios against a local server), each timed alone, the median case kept.
+ * Google SDKs, current and previous majors, fetch and axios against a local server), each timed
+ * alone, the median case kept.
  * Compare ratios between versions, not absolute numbers.
  *
  * Run: npm run bench:diagnosis   (writes bench/results/diagnosis.json)

@@ -5,6 +5,9 @@ import {
   EmptyResponseError,
   type Rule,
 } from "../../src/index.js";
+import Anthropic from "@anthropic-ai/sdk";
+import { ApiError } from "@google/genai";
+import OpenAI from "openai";
 import { isRouteFault } from "../../src/diagnosis/diagnoser.js";
 import { InjectedApiError, httpFault, thrownFault } from "../../src/testing/index.js";
 import { recordingProvider } from "../helpers/otel.js";
@@ -13,80 +16,44 @@ import { virtualInstance } from "../helpers/engine.js";
 const { sh, clock } = virtualInstance();
 const diagnose = (e: unknown) => sh.diagnose(e, { tool: "t" });
 
-/** The error classes of the official SDKs, reduced to the fields they set. */
-class OpenAIAPIError extends Error {
-  constructor(
-    readonly status: number | undefined,
-    readonly error: { message: string; type: string; code: string | null; param: null } | undefined,
-    message: string,
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(message);
-  }
-  get code() {
-    return this.error?.code;
-  }
-  get type() {
-    return this.error?.type;
-  }
-}
-class RateLimitError extends OpenAIAPIError {}
-class APIConnectionTimeoutError extends OpenAIAPIError {
-  constructor() {
-    super(undefined, undefined, "Request timed out.");
-  }
-}
-/** @anthropic-ai/sdk: `error` is the whole body `{ type: "error", error: { type, message } }`. */
-class AnthropicAPIError extends Error {
-  readonly error: { type: "error"; error: { type: string; message: string } };
-  constructor(
-    readonly status: number,
-    type: string,
-    message: string,
-    readonly headers = new Headers(),
-  ) {
-    const body = { type: "error" as const, error: { type, message } };
-    super(`${status} ${JSON.stringify(body)}`);
-    this.error = body;
-  }
-}
-/** @google/genai: ApiError with a status and the JSON body in the message. */
-class ApiError extends Error {
-  override name = "ApiError";
-  constructor(
-    readonly status: number,
-    code: string,
-    message: string,
-  ) {
-    super(
-      `got status: ${status}. ${JSON.stringify({ error: { code: status, message, status: code } })}`,
-    );
-  }
-}
-
+/**
+ * Errors as the official SDKs build them from an HTTP answer: their own factories, given what
+ * their clients hand them (test/diagnosis/sdk-corpus.test.ts drives the clients over HTTP).
+ */
 const openai = (
   status: number,
   type: string,
   code: string | null,
   message: string,
-  headers?: Record<string, string>,
+  headers: Record<string, string> = {},
 ) =>
-  new OpenAIAPIError(status, { message, type, code, param: null }, `${status} ${message}`, headers);
+  OpenAI.APIError.generate(
+    status,
+    { error: { message, type, code, param: null } },
+    undefined,
+    new Headers(headers),
+  );
+const { APIConnectionTimeoutError } = OpenAI;
+/** @anthropic-ai/sdk: `error` is the whole body `{ type: "error", error: { type, message } }`. */
+const anthropic = (status: number, type: string, message: string) =>
+  Anthropic.APIError.generate(
+    status,
+    { type: "error", error: { type, message } },
+    undefined,
+    new Headers(),
+  );
+/** @google/genai: ApiError with the status and the JSON body as its message. */
+const google = (status: number, code: string, message: string) =>
+  new ApiError({
+    status,
+    message: JSON.stringify({ error: { code: status, message, status: code } }),
+  });
 
 const cases: [string, unknown, string, string][] = [
   // OpenAI SDK
   [
     "openai 429",
-    new RateLimitError(
-      429,
-      {
-        message: "Rate limit reached for gpt-4o",
-        type: "requests",
-        code: "rate_limit_exceeded",
-        param: null,
-      },
-      "429 Rate limit reached",
-    ),
+    openai(429, "requests", "rate_limit_exceeded", "Rate limit reached for gpt-4o"),
     "RATE_LIMIT",
     "http-429",
   ],
@@ -142,7 +109,7 @@ const cases: [string, unknown, string, string][] = [
   // Anthropic SDK
   [
     "anthropic 429",
-    new AnthropicAPIError(
+    anthropic(
       429,
       "rate_limit_error",
       "Number of request tokens has exceeded your per-minute rate limit",
@@ -152,42 +119,33 @@ const cases: [string, unknown, string, string][] = [
   ],
   [
     "anthropic 529",
-    new AnthropicAPIError(529, "overloaded_error", "Overloaded"),
+    anthropic(529, "overloaded_error", "Overloaded"),
     "SERVICE_DOWN",
     "http-5xx-unavailable",
   ],
-  [
-    "anthropic 401",
-    new AnthropicAPIError(401, "authentication_error", "invalid x-api-key"),
-    "AUTH",
-    "auth",
-  ],
+  ["anthropic 401", anthropic(401, "authentication_error", "invalid x-api-key"), "AUTH", "auth"],
   [
     "anthropic prompt too long",
-    new AnthropicAPIError(
-      400,
-      "invalid_request_error",
-      "prompt is too long: 201234 tokens > 200000 maximum",
-    ),
+    anthropic(400, "invalid_request_error", "prompt is too long: 201234 tokens > 200000 maximum"),
     "CONTEXT_LENGTH",
     "context-length",
   ],
   // Google GenAI SDK
   [
     "google 429",
-    new ApiError(429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."),
+    google(429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."),
     "RATE_LIMIT",
     "http-429",
   ],
   [
     "google bad key",
-    new ApiError(400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key."),
+    google(400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key."),
     "AUTH",
     "auth",
   ],
   [
     "google too many tokens",
-    new ApiError(
+    google(
       400,
       "INVALID_ARGUMENT",
       "The input token count (1234567) exceeds the maximum number of tokens allowed (1048576).",
@@ -197,7 +155,7 @@ const cases: [string, unknown, string, string][] = [
   ],
   [
     "google 503",
-    new ApiError(503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
+    google(503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
     "SERVICE_DOWN",
     "http-5xx-unavailable",
   ],

@@ -1,7 +1,8 @@
 /**
  * Real client errors, diagnosed and recovered: the official OpenAI, Anthropic and Google GenAI
- * SDKs, fetch + HttpResponseError and axios against a local server that answers as each
- * provider documents, and against connection faults (see sdk-corpus.ts). SDK retries are off.
+ * SDKs (openai 7 and 6, @google/genai 3 and 2, @anthropic-ai/sdk), fetch + HttpResponseError
+ * and axios against a local server that answers as each provider documents, and against
+ * connection faults (see sdk-corpus.ts). SDK retries are off.
  *
  * Each case checks, on the client's own error object:
  * - `sh.diagnose(error)`: pattern, rule, evidence tier, the wait it carries;

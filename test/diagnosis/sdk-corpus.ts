@@ -2,7 +2,11 @@
  * A corpus of real client errors: the official OpenAI, Anthropic and Google GenAI SDKs, fetch
  * (with HttpResponseError) and axios, pointed at a local server that fails the way each provider
  * documents (bodies and headers), plus connection faults (refused, reset, DNS failure, hung,
- * dropped mid-body). SDK retries are off: selfheal sees the error of one attempt.
+ * dropped or stalled mid-body). SDK retries are off: selfheal sees the error of one attempt.
+ *
+ * Each provider's SDK runs at its current major and, where the previous major is still installed
+ * (the npm aliases `openai6` and `@google/genai2`), at that one too: the same cases, the same
+ * requests, each SDK module building its own errors (SDKS below).
  *
  * Used by sdk-corpus.test.ts (diagnosis and recovery of each case) and bench/diagnosis.ts (the
  * cost of diagnosing the corpus).
@@ -13,27 +17,138 @@ import { readFileSync } from "node:fs";
 import type { Socket } from "node:net";
 import Anthropic from "@anthropic-ai/sdk";
 import { GoogleGenAI } from "@google/genai";
+import { GoogleGenAI as GoogleGenAI2 } from "@google/genai2";
 import axios from "axios";
 import OpenAI from "openai";
+import OpenAI6 from "openai6";
 import type { Clock } from "../../src/clock.js";
 import { HttpResponseError } from "../../src/errors.js";
 import type { Evidence } from "../../src/diagnosis/diagnoser.js";
 import type { Pattern } from "../../src/telemetry/conventions.js";
 
-export const CLIENTS = ["openai", "anthropic", "google", "fetch", "axios"] as const;
-export type Client = (typeof CLIENTS)[number];
 type Provider = "openai" | "anthropic" | "google";
 
-/** Installed version of a client (read from its package.json; "node" for fetch). */
+/** A request of a case: it throws the client's own error. */
+type Send = (signal?: AbortSignal) => Promise<unknown>;
+interface ClientOptions {
+  apiKey: string;
+  baseURL: string;
+  /** ms */
+  timeout: number;
+}
+const PROMPT = "Say hello.";
+
+/** What the corpus calls on an `openai` client: the same in majors 6 and 7. */
+type OpenAIModule = new (options: {
+  apiKey: string;
+  baseURL: string;
+  maxRetries: number;
+  timeout: number;
+}) => {
+  chat: {
+    completions: {
+      create(
+        body: { model: string; messages: { role: "user"; content: string }[] },
+        options: { signal?: AbortSignal },
+      ): PromiseLike<unknown>;
+    };
+  };
+};
+const openaiCaller =
+  (Client: OpenAIModule) =>
+  ({ apiKey, baseURL, timeout }: ClientOptions): Send => {
+    const client = new Client({ apiKey, baseURL, maxRetries: 0, timeout });
+    return async (signal) =>
+      client.chat.completions.create(
+        { model: "gpt-4o", messages: [{ role: "user", content: PROMPT }] },
+        signal ? { signal } : {},
+      );
+  };
+
+/** What the corpus calls on a `@google/genai` client: the same in majors 2 and 3. */
+type GoogleGenAIModule = new (options: {
+  apiKey: string;
+  httpOptions: { baseUrl: string; timeout: number };
+}) => {
+  models: {
+    generateContent(params: {
+      model: string;
+      contents: string;
+      config: { abortSignal?: AbortSignal };
+    }): Promise<unknown>;
+  };
+};
+const googleCaller =
+  (Client: GoogleGenAIModule) =>
+  ({ apiKey, baseURL, timeout }: ClientOptions): Send => {
+    // No retryOptions: the SDK sends one request.
+    const client = new Client({ apiKey, httpOptions: { baseUrl: baseURL, timeout } });
+    return (signal) =>
+      client.models.generateContent({
+        model: "gemini-2.0-flash",
+        contents: PROMPT,
+        config: signal ? { abortSignal: signal } : {},
+      });
+  };
+
+const anthropicCaller = ({ apiKey, baseURL, timeout }: ClientOptions): Send => {
+  const client = new Anthropic({ apiKey, baseURL, maxRetries: 0, timeout });
+  return (signal) =>
+    client.messages.create(
+      { model: "claude-haiku-4-5", max_tokens: 64, messages: [{ role: "user", content: PROMPT }] },
+      signal ? { signal } : {},
+    );
+};
+
+/**
+ * The provider SDKs the corpus runs on, by client name: the package (its folder under
+ * node_modules/, an npm alias for a previous major) and how a request is made with it.
+ */
+const SDKS = {
+  openai: { provider: "openai", pkg: "openai", caller: openaiCaller(OpenAI) },
+  openai6: {
+    provider: "openai",
+    pkg: "openai6",
+    caller: openaiCaller(OpenAI6),
+    headersOnlyTimeout: true,
+  },
+  anthropic: {
+    provider: "anthropic",
+    pkg: "@anthropic-ai/sdk",
+    caller: anthropicCaller,
+    headersOnlyTimeout: true,
+  },
+  google: { provider: "google", pkg: "@google/genai", caller: googleCaller(GoogleGenAI) },
+  google2: { provider: "google", pkg: "@google/genai2", caller: googleCaller(GoogleGenAI2) },
+} as const satisfies Record<
+  string,
+  {
+    provider: Provider;
+    pkg: string;
+    caller: (options: ClientOptions) => Send;
+    /**
+     * The SDK's `timeout` ends when the response headers arrive: a body that stalls after them
+     * is waited for forever, so the `stall` fault is not run for it (only a timeout of the
+     * caller's, such as the tool's `timeoutMs`, ends that wait).
+     */
+    headersOnlyTimeout?: true;
+  }
+>;
+type Sdk = keyof typeof SDKS;
+const SDK_NAMES = Object.keys(SDKS) as Sdk[];
+
+export const CLIENTS = [...SDK_NAMES, "fetch", "axios"] as const;
+export type Client = Sdk | "fetch" | "axios";
+
+/** Whether a client's own timeout also bounds reading the body (fetch and axios: yes). */
+function boundsBody(client: Client): boolean {
+  return client === "fetch" || client === "axios" || !("headersOnlyTimeout" in SDKS[client]);
+}
+
+/** Installed version of a client (read from its package.json; the runtime for fetch). */
 export function clientVersion(client: Client): string {
-  const pkg = {
-    openai: "openai",
-    anthropic: "@anthropic-ai/sdk",
-    google: "@google/genai",
-    axios: "axios",
-    fetch: undefined,
-  }[client];
-  if (pkg === undefined) return `Node ${process.versions.node} (undici)`;
+  if (client === "fetch") return `Node ${process.versions.node} (undici)`;
+  const pkg = client === "axios" ? "axios" : SDKS[client].pkg;
   const url = new URL(`../../node_modules/${pkg}/package.json`, import.meta.url);
   return (JSON.parse(readFileSync(url, "utf8")) as { version: string }).version;
 }
@@ -54,10 +169,14 @@ interface HttpAnswer {
   contentType?: string;
 }
 
-export type Fault = "refused" | "reset" | "dns" | "hang" | "midbody";
+/**
+ * Connection faults: refused, reset, DNS failure, hung before the headers, dropped mid-body, and
+ * `stall`: the headers and part of the body, then nothing.
+ */
+export type Fault = "refused" | "reset" | "dns" | "hang" | "midbody" | "stall";
 
 export interface CorpusCase {
-  /** Unique, also the first path segment the client's requests carry. */
+  /** Unique; the requests carry ROUTES' key for it, not this name, as the first path segment. */
   id: string;
   client: Client;
   answer?: HttpAnswer;
@@ -88,7 +207,14 @@ const structured = (pattern: Pattern, rule: string, retryAfterMs?: number): Expe
   retryAfterMs,
 });
 
-const ANSWERS: { id: string; provider: Provider; answer: HttpAnswer; expect: Expected }[] = [
+const ANSWERS: {
+  id: string;
+  provider: Provider;
+  answer: HttpAnswer;
+  expect: Expected;
+  /** Where a client cannot do as well (what it hands over lacks the evidence). */
+  expectBy?: Partial<Record<Client, Expected>>;
+}[] = [
   {
     id: "openai-429-rate-limit",
     provider: "openai",
@@ -231,6 +357,26 @@ const ANSWERS: { id: string; provider: Provider; answer: HttpAnswer; expect: Exp
       "The engine is currently overloaded, please try again later.",
     ),
     expect: structured("SERVICE_DOWN", "http-5xx-unavailable"),
+  },
+  {
+    // An OpenAI-compatible server (FastChat, older vLLM, TensorRT-LLM, SGLang) answers with the
+    // error object itself, not under `error`. openai 7 keeps it as the error's `error` and its
+    // message; openai 6 drops it ("400 status code (no body)"): only the status is left.
+    id: "openai-compatible-400-bare-body",
+    provider: "openai",
+    answer: {
+      status: 400,
+      body: {
+        object: "error",
+        message:
+          "This model's maximum context length is 8192 tokens. However, you requested 9210 tokens (8186 in the messages, 1024 in the completion). Please reduce the length of the messages or completion.",
+        type: "BadRequestError",
+        param: null,
+        code: 400,
+      },
+    },
+    expect: { pattern: "CONTEXT_LENGTH", rule: "context-length", evidence: "wording" },
+    expectBy: { openai6: structured("BAD_REQUEST", "http-400") },
   },
   {
     id: "anthropic-429-rate-limit",
@@ -386,31 +532,47 @@ const ANSWERS: { id: string; provider: Provider; answer: HttpAnswer; expect: Exp
   },
 ];
 
-const FAULT_EXPECT: Record<Fault, Expected> = {
-  refused: structured("SERVICE_DOWN", "connection-failed"),
-  reset: structured("SERVICE_DOWN", "connection-failed"),
-  dns: structured("SERVICE_DOWN", "connection-failed"),
-  hang: structured("TIMEOUT", "timeout"),
-  midbody: structured("SERVICE_DOWN", "connection-failed"),
+const FAULTS: Record<Fault, { expect: Expected; expectBy?: Partial<Record<Client, Expected>> }> = {
+  refused: { expect: structured("SERVICE_DOWN", "connection-failed") },
+  reset: { expect: structured("SERVICE_DOWN", "connection-failed") },
+  dns: { expect: structured("SERVICE_DOWN", "connection-failed") },
+  hang: { expect: structured("TIMEOUT", "timeout") },
+  midbody: { expect: structured("SERVICE_DOWN", "connection-failed") },
+  stall: {
+    expect: structured("TIMEOUT", "timeout"),
+    // axios' timeout destroys the response, which it then reports as cut off: the same error
+    // as `midbody` ("stream has been aborted", ERR_BAD_RESPONSE, status 200), nothing says
+    // a timeout.
+    expectBy: { axios: structured("SERVICE_DOWN", "connection-failed") },
+  },
 };
 
-/** Every case: each provider's answers through its SDK, fetch and axios; each fault per client. */
+/**
+ * Every case: each provider's answers through each of its SDKs, fetch and axios; each fault per
+ * client.
+ */
 export const CORPUS: readonly CorpusCase[] = [
-  ...ANSWERS.flatMap(({ id, provider, answer, expect }) =>
-    ([provider, "fetch", "axios"] as const).map((client) => ({
+  ...ANSWERS.flatMap(({ id, provider, answer, expect, expectBy }) =>
+    [
+      ...SDK_NAMES.filter((sdk) => SDKS[sdk].provider === provider),
+      "fetch" as const,
+      "axios" as const,
+    ].map((client) => ({
       id: `${client}--${id}`,
       client,
       answer,
-      expect,
+      expect: expectBy?.[client] ?? expect,
     })),
   ),
   ...CLIENTS.flatMap((client) =>
-    (Object.keys(FAULT_EXPECT) as Fault[]).map((fault) => ({
-      id: `${client}--${fault}`,
-      client,
-      fault,
-      expect: FAULT_EXPECT[fault],
-    })),
+    (Object.keys(FAULTS) as Fault[])
+      .filter((fault) => fault !== "stall" || boundsBody(client))
+      .map((fault) => ({
+        id: `${client}--${fault}`,
+        client,
+        fault,
+        expect: FAULTS[fault].expectBy?.[client] ?? FAULTS[fault].expect,
+      })),
   ),
 ];
 
@@ -419,7 +581,13 @@ const DNS_HOST = "selfheal-corpus.invalid";
 
 // ---- the server ----------------------------------------------------------------------------
 
-const BY_ID = new Map(CORPUS.map((c) => [c.id, c]));
+/**
+ * The first path segment of a case's requests: a bare number, since some clients put the
+ * request's path in their error messages (@anthropic-ai/sdk 1.17: "(…, path: /c12/v1/messages,
+ * …)"), and a case's name there would be wording the diagnosis could match.
+ */
+const ROUTES = new Map(CORPUS.map((c, i) => [c.id, `c${i}`]));
+const BY_ROUTE = new Map(CORPUS.map((c) => [ROUTES.get(c.id), c]));
 const OK_BODY = JSON.stringify({ id: "ok", object: "chat.completion", choices: [] });
 
 function answer(c: CorpusCase | undefined, req: IncomingMessage, res: ServerResponse): void {
@@ -427,6 +595,11 @@ function answer(c: CorpusCase | undefined, req: IncomingMessage, res: ServerResp
   if (c?.fault === "hang") return;
   if (c?.fault === "reset") {
     req.socket.destroy();
+    return;
+  }
+  if (c?.fault === "stall") {
+    res.writeHead(200, { "content-type": "application/json", "content-length": "4096" });
+    res.write(OK_BODY.slice(0, 20));
     return;
   }
   if (c?.fault === "midbody") {
@@ -462,9 +635,9 @@ export async function startCorpusServer(): Promise<CorpusServer> {
   const sockets = new Set<Socket>();
   const hits = new Map<string, number>();
   const server = createServer((req, res) => {
-    const id = (req.url ?? "").split("/")[1] ?? "";
-    hits.set(id, (hits.get(id) ?? 0) + 1);
-    answer(BY_ID.get(id), req, res);
+    const c = BY_ROUTE.get((req.url ?? "").split("/")[1]);
+    if (c) hits.set(c.id, (hits.get(c.id) ?? 0) + 1);
+    answer(c, req, res);
   });
   server.on("connection", (s) => {
     sockets.add(s);
@@ -511,67 +684,35 @@ export async function dnsFailsFast(host = DNS_HOST, withinMs = 1_000): Promise<b
 
 // ---- the clients ---------------------------------------------------------------------------
 
-/** Client timeout for a hung server, ms; generous for everything else. */
+/** Client timeout for a hung or stalled server, ms; generous for everything else. */
 const HANG_TIMEOUT_MS = 150;
 const TIMEOUT_MS = 10_000;
 
 /** Where a case's client sends its requests. */
 export function baseUrlOf(c: CorpusCase, server: CorpusServer): string {
-  if (c.fault === "refused") return `http://127.0.0.1:${server.closedPort}/${c.id}`;
-  if (c.fault === "dns") return `http://${DNS_HOST}/${c.id}`;
-  return `${server.url}/${c.id}`;
+  const route = ROUTES.get(c.id) ?? "";
+  if (c.fault === "refused") return `http://127.0.0.1:${server.closedPort}/${route}`;
+  if (c.fault === "dns") return `http://${DNS_HOST}/${route}`;
+  return `${server.url}/${route}`;
 }
 
 /**
  * One request of a case through its client, as a user's tool makes it; it throws the client's
  * own error. SDK retries are off.
  */
-export function callerOf(
-  c: CorpusCase,
-  server: CorpusServer,
-): (signal?: AbortSignal) => Promise<unknown> {
+export function callerOf(c: CorpusCase, server: CorpusServer): Send {
   const baseURL = baseUrlOf(c, server);
-  const timeout = c.fault === "hang" ? HANG_TIMEOUT_MS : TIMEOUT_MS;
+  const timeout = c.fault === "hang" || c.fault === "stall" ? HANG_TIMEOUT_MS : TIMEOUT_MS;
   const apiKey = "sk-corpus-0000000000000000";
-  const prompt = "Say hello.";
+  const body = { model: "gpt-4o", messages: [{ role: "user", content: PROMPT }] };
   switch (c.client) {
-    case "openai": {
-      const client = new OpenAI({ apiKey, baseURL, maxRetries: 0, timeout });
-      return (signal) =>
-        client.chat.completions.create(
-          { model: "gpt-4o", messages: [{ role: "user", content: prompt }] },
-          signal ? { signal } : {},
-        );
-    }
-    case "anthropic": {
-      const client = new Anthropic({ apiKey, baseURL, maxRetries: 0, timeout });
-      return (signal) =>
-        client.messages.create(
-          {
-            model: "claude-haiku-4-5",
-            max_tokens: 64,
-            messages: [{ role: "user", content: prompt }],
-          },
-          signal ? { signal } : {},
-        );
-    }
-    case "google": {
-      // No retryOptions: the SDK sends one request.
-      const client = new GoogleGenAI({ apiKey, httpOptions: { baseUrl: baseURL, timeout } });
-      return (signal) =>
-        client.models.generateContent({
-          model: "gemini-2.0-flash",
-          contents: prompt,
-          config: signal ? { abortSignal: signal } : {},
-        });
-    }
     case "fetch":
       return async (signal) => {
         const timer = AbortSignal.timeout(timeout);
         const res = await fetch(`${baseURL}/v1/chat/completions`, {
           method: "POST",
           headers: { "content-type": "application/json", authorization: `Bearer ${apiKey}` },
-          body: JSON.stringify({ model: "gpt-4o", messages: [{ role: "user", content: prompt }] }),
+          body: JSON.stringify(body),
           signal: signal ? AbortSignal.any([signal, timer]) : timer,
         });
         if (!res.ok) throw await HttpResponseError.from(res);
@@ -580,16 +721,14 @@ export function callerOf(
     case "axios":
       return async (signal) =>
         (
-          await axios.post<unknown>(
-            `${baseURL}/v1/chat/completions`,
-            { model: "gpt-4o", messages: [{ role: "user", content: prompt }] },
-            {
-              timeout,
-              headers: { authorization: `Bearer ${apiKey}` },
-              ...(signal ? { signal } : {}),
-            },
-          )
+          await axios.post<unknown>(`${baseURL}/v1/chat/completions`, body, {
+            timeout,
+            headers: { authorization: `Bearer ${apiKey}` },
+            ...(signal ? { signal } : {}),
+          })
         ).data;
+    default:
+      return SDKS[c.client].caller({ apiKey, baseURL, timeout });
   }
 }
 
