@@ -13,7 +13,7 @@ import {
   type StreamEvents,
   type WireApiName,
 } from "./wire/index.js";
-import { jsonReply, type WireReply } from "./wire/types.js";
+import { jsonReply, SSE_HEADERS, type WireReply } from "./wire/types.js";
 
 /** A running fake provider. */
 export interface FakeProvider {
@@ -78,11 +78,6 @@ const DEFAULTS = {
   /** `malformed_event` without `atToken`. */
   malformedAtToken: 1,
 } as const;
-
-const SSE_HEADERS = {
-  "content-type": "text/event-stream; charset=utf-8",
-  "cache-control": "no-cache",
-};
 
 /** `reply` as stream tokens: each word with the whitespace before it (trailing space kept). */
 function tokensOf(reply: string): string[] {

@@ -13,6 +13,7 @@ import {
   lastRole,
   PROMPT_TOKENS,
   sseEvent,
+  SSE_HEADERS,
   type Answer,
   type PathMatch,
   type WireApi,
@@ -162,7 +163,7 @@ export const gemini: WireApi = {
       return stream
         ? {
             status: 200,
-            headers: { "content-type": "text/event-stream" },
+            headers: { ...SSE_HEADERS },
             body: sseEvent(blocked, undefined, END),
           }
         : jsonReply(200, blocked);

@@ -78,6 +78,12 @@ export interface WireApi {
   stream(answer: Answer): StreamEvents;
 }
 
+/** The headers of every streamed answer. */
+export const SSE_HEADERS: Readonly<Record<string, string>> = {
+  "content-type": "text/event-stream; charset=utf-8",
+  "cache-control": "no-cache",
+};
+
 /** A WireReply of a JSON body. */
 export function jsonReply(
   status: number,
