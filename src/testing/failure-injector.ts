@@ -32,11 +32,11 @@ export interface FailureInjectorOptions {
 /**
  * Injects provider faults into any async function, for tests, staging and the simulator:
  * rate limits (with or without Retry-After), timeouts, hangs until aborted, empty answers,
- * 500/502/503, connection resets, malformed JSON, context length, content policy and auth
- * errors, for the first N calls, a window of (virtual) time, or at random from a seed.
+ * 500/502/503, overloads, connection resets, malformed JSON, context length, content policy and
+ * auth errors, for the first N calls, a window of (virtual) time, or at random from a seed.
  * The first injection whose trigger fires decides; calls are counted. The stream faults
- * (`slow_first_token`, `stream_cut`, `stream_stall`, `malformed_event`, `no_done`) are decided
- * here too but served only by the fake provider to streamed requests.
+ * (`slow_first_token`, `stream_cut`, `stream_stall`, `malformed_event`, `no_done`) and the
+ * truncated answer (`finish_length`) are decided here too but served only by the fake provider.
  */
 export class FailureInjector {
   private readonly clock: Clock;
@@ -97,8 +97,8 @@ export class FailureInjector {
 
   /**
    * Wraps `fn`: each call first asks `next()`; a fault throws (or returns `""` for `empty`, or
-   * waits for the call's `signal` for `hang`) instead of calling `fn`. A stream-only fault
-   * rejects with an error saying it exists only over HTTP streams (see `thrownFault`).
+   * waits for the call's `signal` for `hang`) instead of calling `fn`. A stream-only fault, or
+   * `finish_length`, rejects with an error naming the fake provider (see `thrownFault`).
    */
   wrap<A, R, C extends { signal?: AbortSignal } | undefined>(
     fn: (args: A, context: C) => R | Promise<R>,

@@ -274,11 +274,31 @@ describe("FailureInjector.wrap", () => {
     ["content_policy", { status: 400, code: "content_policy_violation" }],
     ["context_length", { status: 400, code: "context_length_exceeded" }],
     ["http_502", { status: 502, name: "InternalServerError" }],
+    ["overloaded", { status: 503, name: "InternalServerError" }],
   ] as const)("%s rejects with its error", async (kind, shape) => {
     const inj = new FailureInjector();
     inj.inject(kind, { first: 1 });
     await expect(inj.wrap(() => "ok")(undefined, undefined)).rejects.toMatchObject(shape);
   });
+
+  it.each([
+    ["finish_length", "is not an error but a truncated answer"],
+    ["stream_cut", "only exists over HTTP streams"],
+  ] as const)(
+    "%s rejects naming the fake provider, without calling the function",
+    async (kind, says) => {
+      const inj = new FailureInjector();
+      let called = 0;
+      inj.inject(kind, { first: 1 });
+      const error = await inj
+        .wrap(() => ++called)(undefined, undefined)
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(Error);
+      expect((error as Error).message).toContain(says);
+      expect((error as Error).message).toContain("startFakeProvider");
+      expect(called).toBe(0);
+    },
+  );
 
   it("timeout without delayMs rejects at once, setting no timer", async () => {
     const clock = new VirtualClock();
