@@ -1,7 +1,7 @@
 /**
  * What users would pick instead of selfheal, as simulator policies, each configured as its own
  * docs recommend for an LLM call with two providers and a payment write: no recovery (the
- * simulator's own, src/sim/no-recovery-policy.ts); p-retry 6 with failover; cockatiel 3 retry +
+ * simulator's own, src/sim/no-recovery-policy.ts); p-retry 9 with failover; cockatiel 4 retry +
  * circuit breaker + fallback. All get the same providers and the same per-call timeouts as
  * selfheal, and run on the simulator's virtual time: their timers, clocks and Math.random are
  * pointed at it (seeded) while they run, as fake timers do.
@@ -127,9 +127,10 @@ function baseline(
 const llmOf = (world: World) => world.scenario.llm;
 
 /**
- * p-retry 6 as its README shows (`{ retries: 5 }` for the write, AbortError for what retrying
+ * p-retry 9 as its README shows (`{ retries: 5 }` for the write, AbortError for what retrying
  * cannot fix, onFailedAttempt to wait out Retry-After), with failover: the primary with 2
- * retries, then the secondary with 2.
+ * retries, then the secondary with 2. Since p-retry 7, onFailedAttempt gets a context
+ * (`{ error, retriesLeft, … }`), no longer the error itself.
  */
 function pRetryPolicy(context: PolicyContext): Policy {
   const run = (
@@ -149,9 +150,9 @@ function pRetryPolicy(context: PolicyContext): Policy {
       },
       {
         retries,
-        onFailedAttempt: async (e) => {
-          const wait = retryAfterMs(e);
-          if (wait !== undefined && e.retriesLeft > 0) await sleep(wait);
+        onFailedAttempt: async ({ error, retriesLeft }) => {
+          const wait = retryAfterMs(error);
+          if (wait !== undefined && retriesLeft > 0) await sleep(wait);
         },
       },
     );
@@ -172,10 +173,12 @@ function pRetryPolicy(context: PolicyContext): Policy {
 }
 
 /**
- * cockatiel 3 as its README composes it: retry (3, exponential backoff with its decorrelated
+ * cockatiel 4 as its README composes it: retry (3, exponential backoff with its decorrelated
  * jitter from 1 s, Retry-After honoured through a DelegateBackoff) of transient errors only,
  * around a circuit breaker (5 consecutive failures, half-open after 10 s) that counts outages,
  * not 429s nor 4xx; for the LLM, a fallback to the secondary behind its own retry and breaker.
+ * 4.0 changes nothing this uses (Node 22 and ESM, thrown values typed `unknown`; half-open still
+ * lets one trial call through by default, now its `halfOpenSampling`).
  */
 function cockatielPolicy(context: PolicyContext): Policy {
   const { world } = context;
@@ -232,6 +235,6 @@ function cockatielPolicy(context: PolicyContext): Policy {
 export const BASELINES: Record<string, PolicyFactory> = {
   // The simulator's own (`selfheal demo` shows it as "without selfheal").
   [NO_RECOVERY.name]: NO_RECOVERY.create,
-  "p-retry 6": pRetryPolicy,
-  "cockatiel 3": cockatielPolicy,
+  "p-retry 9": pRetryPolicy,
+  "cockatiel 4": cockatielPolicy,
 };

@@ -39,7 +39,7 @@ describe("the outcome benchmark", () => {
     for (const r of first.rows)
       expect(r["spend $"]).toBeGreaterThanOrEqual(r["recovery $"] as number);
     // A keyless retry of a ghost write charges twice: the column can count.
-    expect(row("ghost-write", "p-retry 6")["double charges"]).toBeGreaterThan(0);
+    expect(row("ghost-write", "p-retry 9")["double charges"]).toBeGreaterThan(0);
     expect(row("ghost-write", "selfheal")["double charges"]).toBe(0);
   });
 });
@@ -49,37 +49,37 @@ describe("baselines configured as their docs recommend", () => {
     expect(BASELINES["no recovery"]).toBe(NO_RECOVERY.create);
   });
 
-  it("p-retry 6 fails over to the secondary: no user sees the provider outage", async () => {
-    const r = await runScenario(scenario("provider-outage"), { policy: baseline("p-retry 6") });
+  it("p-retry 9 fails over to the secondary: no user sees the provider outage", async () => {
+    const r = await runScenario(scenario("provider-outage"), { policy: baseline("p-retry 9") });
     expect(r.userVisibleFailures).toBe(0);
     expect(r.callsPerProvider.anthropic).toBeGreaterThan(0);
   });
 
-  it("p-retry 6 and cockatiel 3 never retry a 4xx on the same route", async () => {
-    for (const name of ["p-retry 6", "cockatiel 3"]) {
+  it("p-retry 9 and cockatiel 4 never retry a 4xx on the same route", async () => {
+    for (const name of ["p-retry 9", "cockatiel 4"]) {
       const r = await runScenario(scenario("bad-request-storm"), { policy: baseline(name) });
       expect(r.wastedRetries).toBe(0);
       expect(r.callsPerProvider.payments).toBe(r.tasks); // the 401s were sent once each
     }
   });
 
-  it("p-retry 6 and cockatiel 3 wait out Retry-After: no retry is sent before the throttled period ends", async () => {
-    for (const name of ["p-retry 6", "cockatiel 3"]) {
+  it("p-retry 9 and cockatiel 4 wait out Retry-After: no retry is sent before the throttled period ends", async () => {
+    for (const name of ["p-retry 9", "cockatiel 4"]) {
       const { throttled, early } = await earlyRetries(name);
       expect(throttled).toBeGreaterThan(10);
       expect(early).toBe(0);
     }
   });
 
-  it("cockatiel 3's breaker ignores 429s: it never opens in the rate-limit storm", async () => {
-    const r = await runScenario(scenario("rate-limit-storm"), { policy: baseline("cockatiel 3") });
+  it("cockatiel 4's breaker ignores 429s: it never opens in the rate-limit storm", async () => {
+    const r = await runScenario(scenario("rate-limit-storm"), { policy: baseline("cockatiel 4") });
     expect(r.incidents).toBeGreaterThan(10);
     expect(r.timeline.filter((e) => e.kind === "circuit")).toEqual([]);
   });
 
-  it("cockatiel 3 falls back to the secondary while its breaker is open", async () => {
+  it("cockatiel 4 falls back to the secondary while its breaker is open", async () => {
     const r = await runScenario(scenario("flapping-dependency"), {
-      policy: baseline("cockatiel 3"),
+      policy: baseline("cockatiel 4"),
     });
     expect(r.userVisibleFailures).toBe(0);
     expect(r.callsPerProvider.anthropic).toBeGreaterThan(0);
