@@ -153,6 +153,8 @@ export class ClientCall<R, P, O = unknown> {
     readonly options: O | undefined,
     private readonly primary: R,
     private readonly routes: ReadonlyMap<string, ClientRoute<R>>,
+    /** The SDK method each attempt calls, when an operation heals more than one (`parse`). */
+    readonly method = "create",
   ) {}
 
   /** The client, and the model to ask for, of the route selfheal picked for this attempt. */
@@ -172,8 +174,8 @@ export interface ClientHealing<R> {
   /** Set when the client was healed already with these options: return it as it is. */
   readonly healed: R | undefined;
   readonly options: HealClientOptions<R>;
-  /** Calls of this client: a ClientCall over its routes. */
-  call<P, O>(params: P, options: O | undefined): ClientCall<R, P, O>;
+  /** Calls of this client: a ClientCall over its routes (`method`: see ClientCall). */
+  call<P, O>(params: P, options: O | undefined, method?: string): ClientCall<R, P, O>;
   operation<Call, A, Chunk>(spec: OperationSpec<Call, A, Chunk>): ClientOperation<Call, A, Chunk>;
   /** The client, its methods at these paths (`chat.completions.create`) replaced. */
   proxy(methods: Readonly<Record<string, (...args: never[]) => unknown>>): R;
@@ -241,7 +243,8 @@ export function clientHealing<R extends object>(
   return {
     healed: previous ? client : undefined,
     options,
-    call: (params, requestOptions) => new ClientCall(params, requestOptions, raw, routes),
+    call: (params, requestOptions, method) =>
+      new ClientCall(params, requestOptions, raw, routes, method),
     operation: (spec) =>
       clientOperation(
         register(sh, `${prefix}.${spec.name}`, providers, options, spec, caller),
