@@ -506,9 +506,11 @@ export class Supervisor {
     if (decision?.restart === false) {
       this.gaveUp = true;
       this.pending = undefined;
+      // Stopped first, so the step durations held go to the log before the verdict: a run's
+      // last line is its gave_up, whatever minute the looks fell in.
+      this.stop();
       this.emit({ kind: "gave_up", at: now, reason: decision.reason, tier });
       this.alert("gave_up", `supervision of ${sessionId} gave up`, decision.reason, now);
-      this.stop();
       return;
     }
     if (tier === "rotation") {

@@ -130,6 +130,13 @@ describe("a run that stalls again after every restart is given up on", () => {
       { tier: "rotation", runs: 2, recovered: 0, failed: 2, successRate: 0 },
     ]);
     expect(review.gaveUp).toBe(1);
+    // The log's last line is the verdict: the step durations held were written before it.
+    const kinds = readFileSync(eventLog, "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => (JSON.parse(line) as { kind: string }).kind);
+    expect(kinds).toContain("steps");
+    expect(kinds.at(-1)).toBe("gave_up");
     await meters.shutdown();
   });
 
