@@ -13,6 +13,7 @@ export type {
   ToolSpanMode,
 } from "./engine/options.js";
 export type { CallContext, CallMode } from "./engine/call-context.js";
+export type { ModelReport } from "./telemetry/gen-ai.js";
 export type { WrappedTool, CallResult } from "./engine/tool.js";
 export type { RecoveryEvent } from "./engine/events.js";
 export type { Plans, RecoveryOptions, UnknownPolicy } from "./engine/options.js";

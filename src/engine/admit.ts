@@ -3,7 +3,6 @@ import {
   SpanKind,
   context,
   trace,
-  type Attributes,
   type Context,
   type Span,
 } from "@opentelemetry/api";
@@ -14,10 +13,8 @@ import {
   ATTR_CALL_TIMEOUT_MS,
   ATTR_GEN_AI_TOOL_CALL_ARGUMENTS,
   ATTR_GEN_AI_TOOL_CALL_ID,
-  ATTR_GEN_AI_TOOL_NAME,
   ATTR_TASK_ID,
   SPAN_TOOL_CALL,
-  type HealthStatus,
 } from "../telemetry/conventions.js";
 import { boundedJson, redact } from "../telemetry/redact.js";
 import { AttachedSpan, spanTime } from "../telemetry/spans.js";
@@ -55,7 +52,7 @@ export function openCall<A, R>(
   let span: Span;
   if (attached) {
     span = attached;
-    span.setAttributes(attachedAttributes(tool, report.status));
+    span.setAttributes(tool.attributes[report.status]);
   } else {
     span = engine.tracer.startSpan(
       SPAN_TOOL_CALL,
@@ -104,6 +101,7 @@ export function openCall<A, R>(
     key: undefined,
     ended: false,
     committed: false,
+    attempt: undefined,
   };
   if (!tool.readOnly) {
     const refusal = refuseWrite(report, tool.name, degraded);
@@ -117,19 +115,6 @@ export function openCall<A, R>(
     }
   }
   return c;
-}
-
-/**
- * What a call writes on the framework's span it attaches to. A model call's span (`chat {model}`,
- * `ai.generateText.doGenerate`) names its model itself, and the GenAI conventions name a tool on
- * `execute_tool` spans only: the model's id as `gen_ai.tool.name` would count it as a tool.
- */
-function attachedAttributes<A, R>(tool: ToolRuntime<A, R>, status: HealthStatus): Attributes {
-  const attributes = tool.attributes[status];
-  if (tool.options.kind !== "llm") return attributes;
-  return Object.fromEntries(
-    Object.entries(attributes).filter(([key]) => key !== ATTR_GEN_AI_TOOL_NAME),
-  );
 }
 
 /** The active span to write a call on, if one records; else the call opens its own. */

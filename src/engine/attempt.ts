@@ -4,6 +4,7 @@ import type { ToolMetricLabels } from "../telemetry/metrics.js";
 import { EmptyResponseError, isSelfHealError, ToolTimeoutError } from "../errors.js";
 import { EXPIRE, type Deadline, type Expiring } from "../deadline.js";
 import { attemptCost } from "../recovery/providers.js";
+import { modelRequest } from "../telemetry/gen-ai.js";
 import { describeThrown, redact } from "../telemetry/redact.js";
 import { errorType, recordAttemptError } from "../telemetry/spans.js";
 import { AttemptContext } from "./call-context.js";
@@ -24,6 +25,9 @@ export interface AttemptSink<R> {
   failed(error: unknown, ctx: AttemptContext): void;
 }
 
+/** What `#settle` is given for an attempt that answered (any other value is its failure). */
+const ANSWERED = Symbol("answered");
+
 /**
  * An attempt in flight: the context the tool sees, and whichever comes first of the tool's
  * answer, its throw, the deadline (a ToolTimeoutError) and the caller's abort (its reason)
@@ -34,6 +38,8 @@ class RunningAttempt<R> extends AttemptContext implements Expiring {
   #done = false;
   #deadline: Deadline | undefined;
   #onAbort: (() => void) | undefined;
+  /** When the tool was run (its request sent); undefined while it was not. */
+  #sentAt: number | undefined;
   readonly #engine: Engine;
   readonly #tool: string;
   readonly #labels: ToolMetricLabels;
@@ -66,6 +72,8 @@ class RunningAttempt<R> extends AttemptContext implements Expiring {
     this.#signal = c.call.signal;
     this.#sink = sink;
     this.#call = c;
+    // The call's span ends with what its last attempt reported (a model call's request).
+    c.attempt = this;
   }
 
   get clock(): Clock {
@@ -98,6 +106,7 @@ class RunningAttempt<R> extends AttemptContext implements Expiring {
     if (this.timeoutMs !== undefined)
       this.#deadline = this.#engine.deadlines.add(this.timeoutMs, now, this);
     let result: R | Promise<R>;
+    this.#sentAt = now;
     try {
       result = spec.enter ? context.with(spec.parent, fn, undefined, args, this) : fn(args, this);
     } catch (error) {
@@ -107,7 +116,7 @@ class RunningAttempt<R> extends AttemptContext implements Expiring {
     // A native promise is used as is; a value or a thenable is adopted.
     Promise.resolve(result).then(
       (value) => {
-        if (this.#settle()) this.#sink.answered(value, this);
+        if (this.#settle(ANSWERED)) this.#sink.answered(value, this);
       },
       (error: unknown) => {
         this.#fail(error);
@@ -126,7 +135,7 @@ class RunningAttempt<R> extends AttemptContext implements Expiring {
     if (this.#done) return;
     const thrown = thenable(error);
     if (!thrown) {
-      if (this.#settle()) this.#sink.failed(error, this);
+      if (this.#settle(error)) this.#sink.failed(error, this);
       return;
     }
     this.#engine.warnOnce(
@@ -135,10 +144,11 @@ class RunningAttempt<R> extends AttemptContext implements Expiring {
     );
     thrown.then(
       (value) => {
-        if (this.#settle()) this.#sink.failed(isErrorLike(value) ? value : error, this);
+        const failure = isErrorLike(value) ? value : error;
+        if (this.#settle(failure)) this.#sink.failed(failure, this);
       },
       () => {
-        if (this.#settle()) this.#sink.failed(error, this);
+        if (this.#settle(error)) this.#sink.failed(error, this);
       },
     );
   }
@@ -147,27 +157,33 @@ class RunningAttempt<R> extends AttemptContext implements Expiring {
     this.#abort(new ToolTimeoutError(this.#tool, this.timeoutMs ?? 0));
   }
 
-  /** True the first time only: later outcomes (a late answer after the deadline) are dropped. */
-  #settle(): boolean {
+  /**
+   * True the first time only: later outcomes (a late answer after the deadline) are dropped.
+   * `outcome`: ANSWERED, or what failed the attempt.
+   */
+  #settle(outcome: unknown): boolean {
     if (this.#done) return false;
     this.#done = true;
     if (this.#deadline) this.#engine.deadlines.clear(this.#deadline);
     if (this.#onAbort) this.#signal?.removeEventListener("abort", this.#onAbort);
-    // A model call (an LLM tool, or one reporting tokens): what it used and cost, now that it
-    // has reported all it will. A priced API that is not a model (payments) is not model spend.
-    if (this.#labels.llm !== undefined || this.usage !== undefined)
-      this.#engine.metrics.modelSpend(
-        this.#labels,
-        this.provider,
-        this.providerConfig?.model,
-        this.usage,
-        attemptCost(this.providerConfig, this.reportedUsd, this.usage),
-      );
+    // A model request (an LLM tool's, or one that reported its model or tokens): its duration,
+    // tokens and cost, now that it has reported all it will. A priced API that is not a model
+    // (payments) is not model spend.
+    if (this.#labels.llm !== undefined || this.usage !== undefined || this.model !== undefined)
+      this.#engine.metrics.modelRequest(this.#labels, {
+        request: modelRequest(this.model, this.provider, this.providerConfig?.model),
+        durationMs:
+          this.#sentAt === undefined ? undefined : this.#engine.options.clock.now() - this.#sentAt,
+        errorType: outcome === ANSWERED ? undefined : errorType(outcome),
+        usage: this.usage,
+        usd: attemptCost(this.providerConfig, this.reportedUsd, this.usage),
+        route: this.provider,
+      });
     return true;
   }
 
   #abort(reason: unknown): void {
-    if (!this.#settle()) return;
+    if (!this.#settle(reason)) return;
     this.abort(reason);
     this.#sink.failed(reason, this);
   }

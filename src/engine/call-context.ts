@@ -1,5 +1,6 @@
 import type { Clock } from "../clock.js";
 import type { ProviderConfig, Usage } from "../recovery/providers.js";
+import { modelReport, type ModelReport } from "../telemetry/gen-ai.js";
 
 /** Whether the agent may write: `read-only` while health is critical. */
 export type CallMode = "normal" | "read-only";
@@ -27,6 +28,12 @@ export interface CallContext {
   reportCost(usd: number): void;
   /** Reports the tokens this attempt used; priced with the provider's `usdPer1kTokens`. */
   reportUsage(usage: Usage): void;
+  /**
+   * Reports the model request this attempt made (operation, provider, request and response
+   * model), for the call's span and the GenAI metrics; fields reported later win (the response
+   * model once the answer names it).
+   */
+  reportModel(model: ModelReport): void;
 }
 
 /** What selfheal's own layers (streams) may do to an attempt beyond what a tool sees. */
@@ -68,6 +75,8 @@ export abstract class AttemptContext implements AttemptControl {
   /** What the tool reported about this attempt's cost. */
   reportedUsd: number | undefined;
   usage: Usage | undefined;
+  /** What the tool reported about its model request (`reportModel`). */
+  model: ModelReport | undefined;
 
   get signal(): AbortSignal {
     if (!this.controller) {
@@ -102,5 +111,9 @@ export abstract class AttemptContext implements AttemptControl {
       ...(inputTokens !== undefined && { inputTokens }),
       ...(outputTokens !== undefined && { outputTokens }),
     };
+  }
+
+  reportModel(report: ModelReport): void {
+    this.model = modelReport(this.model, report);
   }
 }

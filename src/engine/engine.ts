@@ -11,7 +11,7 @@ import type { IdempotencyLedger } from "../recovery/idempotency.js";
 import type { Failure } from "../recovery/strategy.js";
 import type { HealthStatus } from "../telemetry/conventions.js";
 import type { SelfHealMetrics, ToolMetricLabels } from "../telemetry/metrics.js";
-import type { CallMode } from "./call-context.js";
+import type { AttemptContext, CallMode } from "./call-context.js";
 import type { CallRollup } from "./call-rollup.js";
 import type { Emitter, RecoveryEvent, SelfHealEvents } from "./events.js";
 import type { CallOptions, ResolvedOptions, ToolFunction, ToolOptions } from "./options.js";
@@ -99,8 +99,9 @@ export interface ToolRuntime<A, R> {
   readonly routes: readonly Route[];
   readonly labels: ToolMetricLabels;
   /**
-   * The agent and tool (`gen_ai.agent.name`, `gen_ai.tool.name`) on the call's child spans (error,
-   * diagnosis, recovery), so a trace query or span metric by agent or tool finds them too.
+   * The agent and tool (`selfheal.agent.name`, `selfheal.tool.name`) on the call's child spans
+   * (error, diagnosis, recovery), so a trace query or span metric by agent or tool finds them
+   * too; the GenAI names stay on the call's own span.
    */
   readonly identity: Attributes;
   /** A call's deadline when the caller sets neither its own deadline nor its timeout, ms. */
@@ -140,6 +141,8 @@ export interface CallState {
   ended: boolean;
   /** Part of the answer reached the caller (a stream's first token): nothing may resend the call. */
   committed: boolean;
+  /** The latest attempt (what a model call's span ends with); undefined before the first. */
+  attempt: AttemptContext | undefined;
 }
 
 /**

@@ -6,6 +6,7 @@ import {
   ATTR_RESPONSE_EMPTY,
   type CallOutcome,
 } from "../telemetry/conventions.js";
+import { modelCallAttributes, modelRequest } from "../telemetry/gen-ai.js";
 import { boundedJson, describeThrown, redact } from "../telemetry/redact.js";
 import { errorType, setSpanError, spanTime } from "../telemetry/spans.js";
 import type { CallState, Engine, ToolRuntime } from "./engine.js";
@@ -44,6 +45,12 @@ export function endCall<A, R>(
   };
   c.span.setAttribute(ATTR_CALL_OUTCOME, ending.outcome);
   if (ending.empty !== undefined) c.span.setAttribute(ATTR_RESPONSE_EMPTY, ending.empty);
+  // A model call's span describes the request of its last attempt (the one that answered).
+  const last = c.attempt;
+  if (tool.isEmpty !== undefined && last !== undefined && c.span.isRecording()) {
+    const request = modelRequest(last.model, last.provider, last.providerConfig?.model);
+    c.span.setAttributes(modelCallAttributes(request, last.usage));
+  }
   if (ending.failure) setSpanError(c.span, ending.failure.type, ending.failure.message);
   // No timestamp to make for a span that records nothing (no SDK, or sampled out).
   if (c.span.isRecording()) c.span.end(spanTime(now));

@@ -1,4 +1,4 @@
-import { SpanKind, SpanStatusCode, trace, type Span } from "@opentelemetry/api";
+import { SpanKind, trace, type Span } from "@opentelemetry/api";
 import type { Clock } from "../clock.js";
 import type { Diagnosis } from "../diagnosis/diagnoser.js";
 import { readErrorFacts } from "../diagnosis/error-facts.js";
@@ -30,7 +30,7 @@ import {
   type StrategyName,
 } from "../telemetry/conventions.js";
 import { redact } from "../telemetry/redact.js";
-import { spanTime } from "../telemetry/spans.js";
+import { setSpanError, spanTime } from "../telemetry/spans.js";
 import type { CircuitBreaker } from "../recovery/breaker.js";
 import type { RecoveryBudget } from "../recovery/budget.js";
 import {
@@ -265,7 +265,7 @@ class Recovery<A, R> implements RecoveryRun {
     recordOnRoute(breaker, endedAt, out.ok ? undefined : out.failure.diagnosis, probe);
     span.setAttribute(ATTR_RECOVERY_OUTCOME, out.ok ? "success" : "failure");
     span.setAttribute(ATTR_RECOVERY_COST_USD, out.costUsd);
-    if (!out.ok) span.setStatus({ code: SpanStatusCode.ERROR, message: out.message });
+    if (!out.ok) setSpanError(span, out.errorType, out.message);
     span.end(spanTime(endedAt));
     const outcome = out.ok ? "success" : "failure";
     engine.metrics.recoveryStep(input.tool.labels, request.strategy, outcome, out.costUsd);

@@ -16,6 +16,8 @@ export interface StreamAnswer<C> {
   /** Whether an answer chunk came (false: an empty answer). */
   readonly answered: boolean;
   readonly firstTokenMs: number | undefined;
+  /** From the attempt's start to its first chunk of any kind, ms (GenAI's time to first chunk). */
+  readonly firstChunkMs: number | undefined;
   readonly finishReason: string | undefined;
   readonly outputTokens: number | undefined;
   /** StreamRestart markers the reader had been given when this attempt completed. */
@@ -51,6 +53,7 @@ export class StreamAttempt<C> {
   #lastAt: number;
   #chunks = 0;
   #firstTokenAt: number | undefined;
+  #firstChunkAt: number | undefined;
   #answered = false;
   #finishReason: string | undefined;
   #outputTokens: number | undefined;
@@ -129,6 +132,7 @@ export class StreamAttempt<C> {
   #chunk(chunk: C): void {
     this.#chunks++;
     this.#lastAt = this.clock.now();
+    if (this.#chunks === 1) this.#firstChunkAt = this.#lastAt;
     const info = this.limits.format.read(chunk);
     if (info !== undefined) {
       if (info.finishReason !== undefined) this.#finishReason = info.finishReason;
@@ -189,6 +193,8 @@ export class StreamAttempt<C> {
       answered: this.#answered,
       firstTokenMs:
         this.#firstTokenAt === undefined ? undefined : this.#firstTokenAt - this.#started,
+      firstChunkMs:
+        this.#firstChunkAt === undefined ? undefined : this.#firstChunkAt - this.#started,
       finishReason: reason,
       outputTokens: this.#outputTokens,
       restarts: this.sink.restarts,

@@ -6,8 +6,9 @@ import {
   StreamInterruptedError,
 } from "../errors.js";
 import {
+  ATTR_GEN_AI_REQUEST_STREAM,
   ATTR_GEN_AI_RESPONSE_FINISH_REASONS,
-  ATTR_GEN_AI_USAGE_OUTPUT_TOKENS,
+  ATTR_GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK,
   ATTR_STREAM_CHUNKS,
   ATTR_STREAM_FIRST_TOKEN_MS,
   ATTR_STREAM_MODE,
@@ -165,19 +166,26 @@ class StreamCall<A, C> implements StreamSink<C> {
   }
 }
 
-/** What a stream's answer says on its call span. */
-function describeAnswer(answer: StreamAnswer<unknown>): Attributes {
-  const attributes: Attributes = {
-    [ATTR_STREAM_CHUNKS]: answer.chunks,
-    [ATTR_STREAM_RESTARTS]: answer.restarts,
+/**
+ * What a stream's answer says on its call span. A model call's (`llm`) adds the GenAI
+ * conventions' finish reasons and time to first chunk; its tokens are the answering attempt's
+ * usage, which the call's end writes (the format's output tokens are reported as usage).
+ */
+function describeAnswer(llm: boolean) {
+  return (answer: StreamAnswer<unknown>): Attributes => {
+    const attributes: Attributes = {
+      [ATTR_STREAM_CHUNKS]: answer.chunks,
+      [ATTR_STREAM_RESTARTS]: answer.restarts,
+    };
+    if (answer.firstTokenMs !== undefined)
+      attributes[ATTR_STREAM_FIRST_TOKEN_MS] = answer.firstTokenMs;
+    if (!llm) return attributes;
+    if (answer.firstChunkMs !== undefined)
+      attributes[ATTR_GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = answer.firstChunkMs / 1000;
+    if (answer.finishReason !== undefined)
+      attributes[ATTR_GEN_AI_RESPONSE_FINISH_REASONS] = [answer.finishReason];
+    return attributes;
   };
-  if (answer.firstTokenMs !== undefined)
-    attributes[ATTR_STREAM_FIRST_TOKEN_MS] = answer.firstTokenMs;
-  if (answer.finishReason !== undefined)
-    attributes[ATTR_GEN_AI_RESPONSE_FINISH_REASONS] = [answer.finishReason];
-  if (answer.outputTokens !== undefined)
-    attributes[ATTR_GEN_AI_USAGE_OUTPUT_TOKENS] = answer.outputTokens;
-  return attributes;
 }
 
 /** What a stream's own failure says on its call span: how far it got. */
@@ -222,9 +230,13 @@ export function instrumentStream<A, C, M extends StreamMode>(
     // An idempotency key function receives the caller's arguments, as with sh.tool.
     ...(key && { idempotencyKey: (call: StreamCall<A, C>) => key(call.args) }),
   };
+  const llm = tool.kind === "llm";
   const runtime = toolRuntime(engine, name, options, attempt, {
-    attributes: { [ATTR_STREAM_MODE]: limits.mode },
-    describe: describeAnswer,
+    // A model request made in streaming mode (GenAI conventions); a plain tool's stream is not one.
+    attributes: llm
+      ? { [ATTR_STREAM_MODE]: limits.mode, [ATTR_GEN_AI_REQUEST_STREAM]: true }
+      : { [ATTR_STREAM_MODE]: limits.mode },
+    describe: describeAnswer(llm),
     describeError: describeFailure,
     streamed: true,
   });

@@ -4,13 +4,16 @@ import type { HealthReport } from "../health/evaluator.js";
 import { RecoveryBudget } from "../recovery/budget.js";
 import type { Failure } from "../recovery/strategy.js";
 import {
+  ATTR_AGENT_NAME,
   ATTR_GEN_AI_AGENT_NAME,
   ATTR_GEN_AI_OPERATION_NAME,
   ATTR_GEN_AI_PROVIDER_NAME,
+  ATTR_GEN_AI_REQUEST_MODEL,
   ATTR_GEN_AI_TOOL_NAME,
   ATTR_GEN_AI_TOOL_TYPE,
   ATTR_HEALTH_STATUS,
   ATTR_IDEMPOTENCY_KEY,
+  ATTR_TOOL_NAME,
   ATTR_TOOL_READ_ONLY,
   GEN_AI_OPERATION_CHAT,
   GEN_AI_OPERATION_EXECUTE_TOOL,
@@ -128,10 +131,11 @@ export function toolRuntime<A, R>(
     );
   }
   const primary = providers[0];
+  // selfheal's names of the call on every span of it; the GenAI ones on the call's own span.
+  const identity: Attributes = { [ATTR_AGENT_NAME]: engine.options.agent, [ATTR_TOOL_NAME]: name };
   const attributes: Attributes = {
-    [ATTR_GEN_AI_OPERATION_NAME]:
-      options.kind === "llm" ? GEN_AI_OPERATION_CHAT : GEN_AI_OPERATION_EXECUTE_TOOL,
-    [ATTR_GEN_AI_TOOL_NAME]: name,
+    ...identity,
+    [ATTR_GEN_AI_OPERATION_NAME]: isLlm ? GEN_AI_OPERATION_CHAT : GEN_AI_OPERATION_EXECUTE_TOOL,
     [ATTR_GEN_AI_AGENT_NAME]: engine.options.agent,
     ...extras.attributes,
   };
@@ -139,7 +143,16 @@ export function toolRuntime<A, R>(
   // read-only flag marks the write tools (read-only ones, the common case, carry none).
   if (!options.readOnly) attributes[ATTR_TOOL_READ_ONLY] = false;
   if (primary !== undefined) attributes[ATTR_GEN_AI_PROVIDER_NAME] = primary;
-  if (options.type !== undefined) attributes[ATTR_GEN_AI_TOOL_TYPE] = options.type;
+  if (isLlm) {
+    // A model call names its model, not a tool (the conventions' inference span): the primary
+    // route's until the call ends with the request of the attempt that answered.
+    const config =
+      primary === undefined ? undefined : engine.options.recovery.providers.get(primary);
+    if (config?.model !== undefined) attributes[ATTR_GEN_AI_REQUEST_MODEL] = config.model;
+  } else {
+    attributes[ATTR_GEN_AI_TOOL_NAME] = name;
+    if (options.type !== undefined) attributes[ATTR_GEN_AI_TOOL_TYPE] = options.type;
+  }
   const routes = providers.map((provider) => {
     const r = { provider, breaker: engine.breakers.get(dependencyOf(name, provider)) } as Route;
     Object.assign(r, { asCall: { route: r, probe: false }, asProbe: { route: r, probe: true } });
@@ -160,10 +173,7 @@ export function toolRuntime<A, R>(
     providers,
     routes,
     labels: engine.metrics.registerTool(name, isLlm ? (primary ?? "unknown") : undefined),
-    identity: {
-      [ATTR_GEN_AI_AGENT_NAME]: engine.options.agent,
-      [ATTR_GEN_AI_TOOL_NAME]: name,
-    },
+    identity,
     deadlineMs: deadlineOf(
       undefined,
       options.deadlineMs,

@@ -14,7 +14,6 @@ import {
   type MeterProvider as ApiMeterProvider,
   type TracerProvider as ApiTracerProvider,
 } from "@opentelemetry/api";
-import { PrometheusExporter } from "@opentelemetry/exporter-prometheus";
 import {
   defaultResource,
   detectResources,
@@ -52,6 +51,7 @@ import {
   type TracesExporterName,
 } from "./config.js";
 import { otlpMetricExporter, otlpSpanExporter } from "./exporters.js";
+import { SelfHealPrometheusExporter } from "./prometheus.js";
 import { ExportGuard, guardMetricExporter, guardSpanExporter, type ExportErrors } from "./guard.js";
 
 export type {
@@ -195,11 +195,11 @@ export async function startTelemetry(options: TelemetryOptions = {}): Promise<Te
   }
 
   const readers: MetricReader[] = [];
-  let prometheus: PrometheusExporter | undefined;
+  let prometheus: SelfHealPrometheusExporter | undefined;
   const { metrics: m } = config;
   for (const name of m.exporters) {
     if (name === "prometheus" && m.prometheus) {
-      prometheus = new PrometheusExporter({ ...m.prometheus, preventServerStart: true });
+      prometheus = new SelfHealPrometheusExporter({ ...m.prometheus, preventServerStart: true });
       readers.push(prometheus);
       continue;
     }

@@ -33,8 +33,14 @@ export const ATTR_GEN_AI_TOOL_TYPE = "gen_ai.tool.type";
 export const ATTR_GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments";
 export const ATTR_GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result";
 export const ATTR_GEN_AI_PROVIDER_NAME = "gen_ai.provider.name";
-/** The model asked for (the provider's `model`), on the token usage metric. */
+/** The model asked for (the provider's `model`): a model call's span and the GenAI metrics. */
 export const ATTR_GEN_AI_REQUEST_MODEL = "gen_ai.request.model";
+/** The model that answered, as the response names it (`gpt-4o-2024-08-06`). */
+export const ATTR_GEN_AI_RESPONSE_MODEL = "gen_ai.response.model";
+/** `true` on a model call made in streaming mode (`sh.stream` calls of `llm` kind). */
+export const ATTR_GEN_AI_REQUEST_STREAM = "gen_ai.request.stream";
+/** Seconds from the answering attempt's request to its stream's first chunk (any chunk). */
+export const ATTR_GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK = "gen_ai.response.time_to_first_chunk";
 /** `input` or `output`: which tokens a token usage point counts. */
 export const ATTR_GEN_AI_TOKEN_TYPE = "gen_ai.token.type";
 export const ATTR_GEN_AI_AGENT_NAME = "gen_ai.agent.name";
@@ -49,14 +55,45 @@ export const ATTR_EXCEPTION_STACKTRACE = "exception.stacktrace";
 
 /** `gen_ai.operation.name` value for a tool invocation. */
 export const GEN_AI_OPERATION_EXECUTE_TOOL = "execute_tool";
-/** `gen_ai.operation.name` value of an `llm` tool's call: a model call, as GenAI backends group it. */
+/**
+ * `gen_ai.operation.name` of an `llm` tool's call unless its attempts report another
+ * (`ctx.reportModel`): a chat completion (OpenAI Chat Completions and Responses, Anthropic
+ * Messages), as GenAI backends group model calls.
+ */
 export const GEN_AI_OPERATION_CHAT = "chat";
+/** A multimodal generation (Gemini `generateContent`). */
+export const GEN_AI_OPERATION_GENERATE_CONTENT = "generate_content";
+/** A legacy text completion (OpenAI Completions). */
+export const GEN_AI_OPERATION_TEXT_COMPLETION = "text_completion";
 /** `gen_ai.operation.name` values of model calls (used to read foreign LLM spans). */
 export const GEN_AI_LLM_OPERATIONS: readonly string[] = [
-  "chat",
-  "text_completion",
-  "generate_content",
+  GEN_AI_OPERATION_CHAT,
+  GEN_AI_OPERATION_TEXT_COMPLETION,
+  GEN_AI_OPERATION_GENERATE_CONTENT,
 ];
+/**
+ * Well-known `gen_ai.provider.name` values (the GenAI conventions' list) that selfheal's clients
+ * and adapters report (`ctx.reportModel({ provider })`); a route without a report is named by
+ * its selfheal provider name.
+ */
+export const GEN_AI_PROVIDERS = {
+  openai: "openai",
+  anthropic: "anthropic",
+  azureOpenai: "azure.ai.openai",
+  awsBedrock: "aws.bedrock",
+  cohere: "cohere",
+  deepseek: "deepseek",
+  /** `generativelanguage.googleapis.com` (the Gemini API, AI Studio). */
+  gcpGemini: "gcp.gemini",
+  /** `aiplatform.googleapis.com`. */
+  gcpVertexAi: "gcp.vertex_ai",
+  /** Any Google GenAI endpoint, when which one is unknown. */
+  gcpGenAi: "gcp.gen_ai",
+  groq: "groq",
+  mistralAi: "mistral_ai",
+  perplexity: "perplexity",
+  xAi: "x_ai",
+} as const;
 /**
  * A span's name under the GenAI conventions: `{gen_ai.operation.name} {target}`, the target being
  * the tool (`execute_tool search_docs`) or the model (`chat gpt-4o`). AI SDK 7's `@ai-sdk/otel`
@@ -92,6 +129,15 @@ export const AI_SDK_RESTART_TYPE = "selfheal.restart";
 export const LANGCHAIN_RESTART_EVENT = "selfheal_stream_restart";
 
 // ---- selfheal attributes -------------------------------------------------------------------
+/**
+ * The agent and the tool (as the metrics' `agent` and `tool` labels name them) on every span of a
+ * call: `agent.tool_call` and its `agent.tool_call.error`, `agent.diagnosis` and `agent.recovery`
+ * children. What span metrics, trace queries and Honeycomb group selfheal's spans by; the GenAI
+ * names (`gen_ai.tool.name`, `gen_ai.agent.name`) stay on the spans the conventions define them
+ * for, so a GenAI backend counts each tool call once.
+ */
+export const ATTR_AGENT_NAME = "selfheal.agent.name";
+export const ATTR_TOOL_NAME = "selfheal.tool.name";
 /** `false` on the call spans of write tools; absent on read-only tools (the common case). */
 export const ATTR_TOOL_READ_ONLY = "selfheal.tool.read_only";
 export const ATTR_CALL_OUTCOME = "selfheal.call.outcome";
@@ -263,16 +309,29 @@ export const METRIC_STREAM_FIRST_TOKEN = "selfheal_stream_time_to_first_token_se
 /** Failed attempts of streamed calls, by diagnosed pattern. */
 export const METRIC_STREAM_FAILURES = "selfheal_stream_failures";
 /**
- * Tokens of each model call, by type (OpenTelemetry GenAI semantic conventions; in Prometheus
- * `gen_ai_client_token_usage_bucket{gen_ai_token_type, gen_ai_provider_name,
- * gen_ai_request_model, agent, tool}`), from what the call reports (`ctx.reportUsage`, the
- * AI SDK adapter).
+ * Tokens of each model request (attempt), by type (OpenTelemetry GenAI semantic conventions; in
+ * Prometheus `gen_ai_client_token_usage_bucket{gen_ai_token_type, gen_ai_operation_name,
+ * gen_ai_provider_name, gen_ai_request_model, gen_ai_response_model, agent, tool}`), from what
+ * the attempt reports (`ctx.reportUsage`, the clients and adapters).
  */
 export const METRIC_GEN_AI_TOKEN_USAGE = "gen_ai.client.token.usage";
+/**
+ * Duration of each model request (attempt), seconds, `error.type` on a failed one (GenAI
+ * conventions; in Prometheus `gen_ai_client_operation_duration_seconds_bucket`, the unit added by
+ * every Prometheus path, selfheal/otel's own exporter included).
+ */
+export const METRIC_GEN_AI_OPERATION_DURATION = "gen_ai.client.operation.duration";
 /** What model calls cost, USD, by agent, tool, provider and model (reported or priced). */
 export const METRIC_LLM_COST = "selfheal_llm_cost_usd";
 /** The token usage histogram's buckets (the GenAI conventions' advice: powers of 4). */
 export const TOKEN_BUCKETS: readonly number[] = Array.from({ length: 14 }, (_, i) => 4 ** i);
+/** The operation duration histogram's buckets, seconds (the GenAI conventions' advice: 10 ms doubling to 81.92 s). */
+export const GEN_AI_DURATION_BUCKETS_SECONDS: readonly number[] = [
+  0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+];
+/** Values of `gen_ai.token.type`. */
+export const GEN_AI_TOKEN_INPUT = "input";
+export const GEN_AI_TOKEN_OUTPUT = "output";
 
 // Metric labels (Prometheus label names).
 export const LABEL_AGENT = "agent";

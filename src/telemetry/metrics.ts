@@ -36,11 +36,14 @@ import {
   METRIC_TOOL_CALLS,
   METRIC_STREAM_FAILURES,
   METRIC_STREAM_FIRST_TOKEN,
+  METRIC_GEN_AI_OPERATION_DURATION,
   METRIC_GEN_AI_TOKEN_USAGE,
   METRIC_LLM_COST,
-  ATTR_GEN_AI_PROVIDER_NAME,
-  ATTR_GEN_AI_REQUEST_MODEL,
+  ATTR_ERROR_TYPE,
   ATTR_GEN_AI_TOKEN_TYPE,
+  GEN_AI_DURATION_BUCKETS_SECONDS,
+  GEN_AI_TOKEN_INPUT,
+  GEN_AI_TOKEN_OUTPUT,
   LABEL_MODEL,
   TOKEN_BUCKETS,
   PATTERNS,
@@ -56,6 +59,7 @@ import {
   type Pattern,
   type TaskOutcome,
 } from "./conventions.js";
+import { requestAttributes, type ModelRequest } from "./gen-ai.js";
 
 /** Label sets of one tool, built once at registration so a call allocates none. */
 export interface ToolMetricLabels {
@@ -71,6 +75,20 @@ export interface ToolMetricLabels {
   recoveryRun: Record<RecoveryOutcome, Attributes>;
   /** Present for streamed calls: failed-attempt labels by pattern (METRIC_STREAM_FAILURES). */
   stream?: Record<Pattern, Attributes>;
+}
+
+/** One model request (an attempt of a model call), as the metrics record it. */
+export interface ModelAttempt {
+  readonly request: ModelRequest;
+  /** From the request to its answer or failure, ms; undefined when nothing was sent. */
+  readonly durationMs: number | undefined;
+  /** `error.type` of a failed request; undefined for an answer (an empty one included). */
+  readonly errorType: string | undefined;
+  readonly usage: { inputTokens?: number; outputTokens?: number } | undefined;
+  /** What it cost (reported, or priced from its route). */
+  readonly usd: number;
+  /** Its route (selfheal's provider name: the cost's `provider` label). */
+  readonly route: string | undefined;
 }
 
 /**
@@ -95,6 +113,7 @@ export class SelfHealMetrics {
   private readonly firstToken: Histogram;
   private readonly streamFailures: Counter;
   private readonly tokenUsage: Histogram;
+  private readonly operationDuration: Histogram;
   private readonly llmCost: Counter;
 
   // Long on purpose: every instrument of the telemetry contract, created once.
@@ -188,9 +207,14 @@ export class SelfHealMetrics {
       description: "Failed attempts of streamed calls, by diagnosed pattern.",
     });
     this.tokenUsage = meter.createHistogram(METRIC_GEN_AI_TOKEN_USAGE, {
-      description: "Number of input and output tokens used by a model call.",
+      description: "Number of input and output tokens used.",
       unit: "{token}",
       advice: { explicitBucketBoundaries: [...TOKEN_BUCKETS] },
+    });
+    this.operationDuration = meter.createHistogram(METRIC_GEN_AI_OPERATION_DURATION, {
+      description: "GenAI operation duration.",
+      unit: "s",
+      advice: { explicitBucketBoundaries: [...GEN_AI_DURATION_BUCKETS_SECONDS] },
     });
     this.llmCost = meter.createCounter(METRIC_LLM_COST, {
       description: "Spend of model calls (every attempt), USD, by provider and model.",
@@ -249,33 +273,32 @@ export class SelfHealMetrics {
   }
 
   /**
-   * One attempt's tokens and spend: a point per token type it reported, and its cost (reported,
-   * or priced from its provider) when above 0. Per attempt, so recovery's spend shows too.
+   * One model request (an attempt: the conventions' operation is one request, so recovery's
+   * show too): its duration, with `error.type` when it failed; a point per token type it
+   * reported; its cost when above 0. Each carries the tool's `agent` and `tool` labels.
    */
-  modelSpend(
-    labels: ToolMetricLabels,
-    provider: string | undefined,
-    model: string | undefined,
-    usage: { inputTokens?: number; outputTokens?: number } | undefined,
-    usd: number,
-  ): void {
-    if (usage) {
-      const base = {
-        ...labels.duration,
-        ...(provider !== undefined && { [ATTR_GEN_AI_PROVIDER_NAME]: provider }),
-        ...(model !== undefined && { [ATTR_GEN_AI_REQUEST_MODEL]: model }),
-      };
-      const { inputTokens, outputTokens } = usage;
-      if (inputTokens !== undefined)
-        this.tokenUsage.record(inputTokens, { ...base, [ATTR_GEN_AI_TOKEN_TYPE]: "input" });
-      if (outputTokens !== undefined)
-        this.tokenUsage.record(outputTokens, { ...base, [ATTR_GEN_AI_TOKEN_TYPE]: "output" });
+  modelRequest(labels: ToolMetricLabels, attempt: ModelAttempt): void {
+    const { request, durationMs, errorType, usage, usd } = attempt;
+    const base = requestAttributes(labels.duration, request);
+    if (durationMs !== undefined) {
+      this.operationDuration.record(
+        durationMs / 1000,
+        errorType === undefined ? base : { ...base, [ATTR_ERROR_TYPE]: errorType },
+      );
+    }
+    if (usage?.inputTokens !== undefined) {
+      const input = { ...base, [ATTR_GEN_AI_TOKEN_TYPE]: GEN_AI_TOKEN_INPUT };
+      this.tokenUsage.record(usage.inputTokens, input);
+    }
+    if (usage?.outputTokens !== undefined) {
+      const output = { ...base, [ATTR_GEN_AI_TOKEN_TYPE]: GEN_AI_TOKEN_OUTPUT };
+      this.tokenUsage.record(usage.outputTokens, output);
     }
     if (usd > 0)
       this.llmCost.add(usd, {
         ...labels.duration,
-        [LABEL_PROVIDER]: provider ?? "",
-        [LABEL_MODEL]: model ?? "",
+        [LABEL_PROVIDER]: attempt.route ?? "",
+        [LABEL_MODEL]: request.requestModel ?? "",
       });
   }
 

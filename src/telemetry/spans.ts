@@ -110,7 +110,7 @@ export function recordAttemptError(
   message: string,
   attempt: number,
   maxLength: number,
-  /** The agent and tool the span is of (`ToolRuntime.identity`). */
+  /** The agent and tool the span is of (`ToolRuntime.identity`: selfheal's names, not GenAI's). */
   identity: Attributes,
 ): void {
   const time = spanTime(at);

@@ -11,7 +11,8 @@ import {
 } from "@opentelemetry/api";
 import type { JsonlLog } from "../recovery/event-log.js";
 import {
-  ATTR_GEN_AI_AGENT_NAME,
+  ATTR_AGENT_NAME,
+  ATTR_ERROR_TYPE,
   ATTR_WATCHDOG_GENERATION,
   ATTR_WATCHDOG_OUTCOME,
   ATTR_WATCHDOG_REASON,
@@ -120,7 +121,7 @@ export type WatchdogLogLine = WatchdogEventLine | WatchdogStepsLine | WatchdogLi
 type Own<T> = Omit<T, "type" | "kind" | "agent" | "session">;
 
 export interface WatchdogTelemetryOptions {
-  /** `agent` label and `gen_ai.agent.name`. */
+  /** `agent` label and `selfheal.agent.name`. */
   agent: string;
   sessionId: string;
   /** Default: the global providers (no-ops until an SDK registers). */
@@ -175,8 +176,9 @@ export class WatchdogTelemetry {
         this.recoveries.add(0, this.recoveryLabels[tier][outcome]);
       }
     }
+    // selfheal's name of the agent: a watchdog span is no GenAI operation.
     this.base = {
-      [ATTR_GEN_AI_AGENT_NAME]: options.agent,
+      [ATTR_AGENT_NAME]: options.agent,
       [ATTR_WATCHDOG_SESSION_ID]: options.sessionId,
     };
   }
@@ -273,7 +275,11 @@ export class WatchdogTelemetry {
     this.open = undefined;
     if (!open) return;
     open.span.setAttribute(ATTR_WATCHDOG_OUTCOME, outcome);
-    if (outcome !== "recovered") open.span.setStatus({ code: SpanStatusCode.ERROR });
+    if (outcome !== "recovered") {
+      // `failed` or `gave_up`: the low-cardinality class of a failed span (`error.type`).
+      open.span.setAttribute(ATTR_ERROR_TYPE, outcome);
+      open.span.setStatus({ code: SpanStatusCode.ERROR });
+    }
     open.span.end(spanTime(at));
   }
 }

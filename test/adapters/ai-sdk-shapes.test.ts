@@ -204,9 +204,14 @@ describe("healModel and selfHealMiddleware: what they refuse, by field", () => {
     const same = healModel(sh, model("acme", "a2"), { name: "chat" });
     await generate(first);
     await generate(same);
-    expect(otel.named("agent.tool_call").map((s) => s.attributes["gen_ai.tool.name"])).toEqual([
+    // A model call names its model for GenAI backends; selfheal's name of it is the tool's.
+    expect(otel.named("agent.tool_call").map((s) => s.attributes["selfheal.tool.name"])).toEqual([
       "chat",
       "chat",
+    ]);
+    expect(otel.named("agent.tool_call").map((s) => s.attributes["gen_ai.request.model"])).toEqual([
+      "a1",
+      "a2",
     ]);
     const other = configError(() =>
       healModel(sh, model("acme", "a3"), { name: "chat", fallback: model("backup", "b") }),

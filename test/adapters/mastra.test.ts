@@ -426,7 +426,7 @@ function suites({ Agent, Tool, createTool, noopLogger }: Mastra) {
         { "agent.tool_call": ["agent.tool_call.error", "agent.diagnosis", "agent.recovery"] },
       ]);
       expect(attrs("agent.tool_call")).toMatchObject({
-        "gen_ai.tool.name": "acme-large",
+        "selfheal.tool.name": "acme-large",
         "gen_ai.provider.name": "acme.chat",
         "selfheal.call.outcome": "recovered",
         "selfheal.response.empty": false,
@@ -491,7 +491,7 @@ function suites({ Agent, Tool, createTool, noopLogger }: Mastra) {
       expect(result.text).toBe("Paris.");
       expect(server.requests).toBe(2);
       expect(attrs("agent.tool_call")).toMatchObject({
-        "gen_ai.tool.name": "acme-v4",
+        "selfheal.tool.name": "acme-v4",
         "selfheal.call.outcome": "recovered",
       });
       expect(attrs("agent.recovery")["selfheal.recovery.wait_ms"]).toBe(2_000);
@@ -510,7 +510,7 @@ function suites({ Agent, Tool, createTool, noopLogger }: Mastra) {
       expect(await text).toBe("Paris.");
       expect([server.requests, server.streamed]).toEqual([2, 2]);
       expect(attrs("agent.tool_call")).toMatchObject({
-        "gen_ai.tool.name": "acme-stream:stream",
+        "selfheal.tool.name": "acme-stream:stream",
         "selfheal.call.outcome": "recovered",
       });
       expect(attrs("agent.recovery")["selfheal.recovery.wait_ms"]).toBe(1_000);

@@ -484,8 +484,8 @@ describe("through the wrapper", () => {
       "selfheal.diagnosis.retry_after_ms": 3_000,
       "selfheal.recovery.strategy": "retry_once",
       "http.response.status_code": 429,
-      "gen_ai.agent.name": "test-agent",
-      "gen_ai.tool.name": "pay",
+      "selfheal.agent.name": "test-agent",
+      "selfheal.tool.name": "pay",
     });
   });
 });

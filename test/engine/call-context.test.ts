@@ -55,7 +55,7 @@ describe("the call context a tool receives", () => {
         plans: { SERVICE_DOWN: ["retry_once"] },
       },
     });
-    const seen: Omit<CallContext, "signal" | "reportCost" | "reportUsage">[] = [];
+    const seen: Omit<CallContext, "signal" | "reportCost" | "reportUsage" | "reportModel">[] = [];
     const write = sh.tool(
       "charge",
       {

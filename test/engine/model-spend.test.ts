@@ -47,7 +47,7 @@ describe("model spend", () => {
     });
     expect(cost).toBe(0.02);
     expect(tokens).toEqual([
-      "gen_ai.client.token.usage{agent=test-agent,tool=t,gen_ai.provider.name=p,gen_ai.request.model=m-1,gen_ai.token.type=input}",
+      "gen_ai.client.token.usage{agent=test-agent,tool=t,gen_ai.operation.name=chat,gen_ai.provider.name=p,gen_ai.request.model=m-1,gen_ai.token.type=input}",
     ]);
   });
 });

@@ -17,6 +17,9 @@ const KIND_OF: Record<string, Kind> = {
   createObservableUpDownCounter: "gauge",
 };
 
+/** The unit of each instrument metrics.ts creates (filled by instrumentKinds). */
+const UNITS = new Map<string, string | undefined>();
+
 /** The kind of instrument metrics.ts creates for each metric name, read off a real meter. */
 function instrumentKinds(): Map<string, Kind> {
   const kinds = new Map<string, Kind>();
@@ -32,6 +35,7 @@ function instrumentKinds(): Map<string, Kind> {
           const method = value as (this: Meter, ...args: unknown[]) => unknown;
           return (name: string, ...rest: unknown[]) => {
             if (kind !== undefined) kinds.set(name, kind);
+            UNITS.set(name, (rest[0] as { unit?: string } | undefined)?.unit);
             return method.call(target, name, ...rest);
           };
         },
@@ -80,8 +84,11 @@ export function resolveSeriesName(
 ): { metric: string; kind: Kind } | { error: string } {
   // Several contract names may prefix the name (selfheal_recover... ): try each.
   for (const [metric, kind] of contract) {
-    // OpenTelemetry names (gen_ai.client.token.usage) are stored with underscores.
-    const stored = metric.replace(/[^A-Za-z0-9_:]/g, "_");
+    // OpenTelemetry names (gen_ai.client.token.usage) are stored with underscores, and a name
+    // in seconds ends in `_seconds` (gen_ai_client_operation_duration_seconds).
+    const escaped = metric.replace(/[^A-Za-z0-9_:]/g, "_");
+    const stored =
+      UNITS.get(metric) === "s" && !escaped.endsWith("_seconds") ? `${escaped}_seconds` : escaped;
     if (!name.startsWith(stored)) continue;
     const suffix = name.slice(stored.length);
     if (kind === undefined) return { error: `${name}: ${metric} has no instrument in metrics.ts` };

@@ -7,6 +7,7 @@ import {
   type MetricData,
   type ResourceMetrics,
 } from "@opentelemetry/sdk-metrics";
+import { withSecondsSuffix } from "../../src/otel/prometheus.js";
 
 /** A metric reader that exports nowhere: the caller collects when it wants to. */
 class CollectingReader extends MetricReader {
@@ -44,7 +45,8 @@ export function collectingMeterProvider(): {
  * OpenMetrics text of collected metrics, each collection stamped with the caller's time (a
  * simulator's virtual clock), for `promtool tsdb create-blocks-from openmetrics`. Names and
  * samples come from the Prometheus exporter's own serializer, so counters get `_total` and
- * histograms `_bucket`/`_sum`/`_count` exactly as a scrape of its `/metrics` shows them. Each
+ * histograms `_bucket`/`_sum`/`_count` exactly as a scrape of selfheal/otel's `/metrics` shows
+ * them (a histogram in seconds ends in `_seconds`, as on every Prometheus path). Each
  * series' samples must be added in time order; several providers (agents) may share one file.
  */
 export class OpenMetricsWriter {
@@ -65,7 +67,8 @@ export class OpenMetricsWriter {
           resource: resourceMetrics.resource,
           scopeMetrics: [{ scope: scope.scope, metrics: [stamped] }],
         };
-        this.addText(metric, this.serializer.serialize(one));
+        // Named as selfheal/otel's exporter and every other Prometheus path name them.
+        this.addText(metric, this.serializer.serialize(withSecondsSuffix(one)));
       }
     }
   }

@@ -309,6 +309,50 @@ describe("registration and the Prometheus endpoint", () => {
     );
   });
 
+  it("the Prometheus endpoint names the GenAI duration as every Prometheus path does: with its unit", async () => {
+    const port = await closedPort();
+    const telemetry = await start({ protocol: "http/json", metricsPort: port, register: false });
+    const { meterProvider } = telemetry;
+    if (!meterProvider) throw new Error("a meter provider expected");
+    const sh = createSelfHealing({ agent: "scraped", meterProvider });
+    const answer = sh.tool(
+      "answer",
+      { readOnly: true, kind: "llm", provider: "openai" },
+      (_, ctx) => {
+        ctx.reportUsage({ inputTokens: 12, outputTokens: 3 });
+        return "hi";
+      },
+    );
+    await answer(undefined);
+    // An app's own metric in seconds keeps the name this exporter always gave it.
+    meterProvider.getMeter("app").createHistogram("app.request.duration", { unit: "s" }).record(1);
+    const text = await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text());
+    const names = new Set(
+      text
+        .split("\n")
+        .filter((l) => l !== "" && !l.startsWith("#"))
+        .map((l) => l.replace(/[{ ].*$/, "")),
+    );
+    for (const name of [
+      "gen_ai_client_operation_duration_seconds_bucket",
+      "gen_ai_client_operation_duration_seconds_count",
+      "gen_ai_client_token_usage_bucket",
+      // Already in seconds: not doubled.
+      "selfheal_tool_call_duration_seconds_bucket",
+      "app_request_duration_bucket",
+    ])
+      expect(names, name).toContain(name);
+    expect(
+      [...names].filter((n) =>
+        /_seconds_seconds|^gen_ai_client_operation_duration_(bucket|count|sum)$/.test(n),
+      ),
+    ).toEqual([]);
+    expect(text).toMatch(
+      /gen_ai_client_operation_duration_seconds_count\{[^}]*gen_ai_operation_name="chat"[^}]*gen_ai_provider_name="openai"[^}]*\} 1/,
+    );
+    await sh.close();
+  });
+
   it("the deprecated startOtel keeps its old behaviour: nothing global, traces only with an endpoint", async () => {
     // eslint-disable-next-line @typescript-eslint/no-deprecated
     const { startOtel } = await import("../../src/otel/index.js");

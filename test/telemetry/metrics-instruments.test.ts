@@ -12,12 +12,16 @@ import {
 } from "@opentelemetry/sdk-metrics";
 import { afterEach, describe, expect, it } from "vitest";
 import {
+  ATTR_ERROR_TYPE,
+  ATTR_GEN_AI_OPERATION_NAME,
   ATTR_GEN_AI_PROVIDER_NAME,
   ATTR_GEN_AI_REQUEST_MODEL,
+  ATTR_GEN_AI_RESPONSE_MODEL,
   ATTR_GEN_AI_TOKEN_TYPE,
   CALL_OUTCOMES,
   CIRCUIT_STATES,
   DURATION_BUCKETS_SECONDS,
+  GEN_AI_DURATION_BUCKETS_SECONDS,
   HEALTH_STATUSES,
   INSTRUMENTATION_SCOPE,
   LABEL_AGENT,
@@ -37,6 +41,7 @@ import {
   METRIC_DIAGNOSES,
   METRIC_ESCALATIONS,
   METRIC_FAILOVER_COST_DIFFERENTIAL,
+  METRIC_GEN_AI_OPERATION_DURATION,
   METRIC_GEN_AI_TOKEN_USAGE,
   METRIC_HEALTH_STATUS,
   METRIC_INCIDENTS,
@@ -62,7 +67,8 @@ import {
   type HealthStatus,
   type Pattern,
 } from "../../src/telemetry/conventions.js";
-import { SelfHealMetrics } from "../../src/telemetry/metrics.js";
+import { modelRequest, type ModelReport } from "../../src/telemetry/gen-ai.js";
+import { SelfHealMetrics, type ModelAttempt } from "../../src/telemetry/metrics.js";
 
 const AGENT = "agent-a";
 const TOOL = "search";
@@ -183,9 +189,27 @@ const INSTRUMENTS: [string, DataPointType, string][] = [
   [METRIC_STREAM_FIRST_TOKEN, DataPointType.HISTOGRAM, "s"],
   [METRIC_STREAM_FAILURES, DataPointType.SUM, ""],
   [METRIC_GEN_AI_TOKEN_USAGE, DataPointType.HISTOGRAM, "{token}"],
+  [METRIC_GEN_AI_OPERATION_DURATION, DataPointType.HISTOGRAM, "s"],
   [METRIC_LLM_COST, DataPointType.SUM, ""],
   [METRIC_CIRCUIT_STATE, DataPointType.GAUGE, ""],
 ];
+
+/** A model request as an attempt settles it (answered, unless `errorType`). */
+function attempt(
+  route: string | undefined,
+  report: ModelReport | undefined,
+  more: Partial<ModelAttempt> = {},
+): ModelAttempt {
+  return {
+    request: modelRequest(report, route, undefined),
+    durationMs: 1_500,
+    errorType: undefined,
+    usage: undefined,
+    usd: 0,
+    route,
+    ...more,
+  };
+}
 
 /** Records once on every instrument, so each has a point to collect. */
 function exerciseAll(s: ReturnType<typeof setup>) {
@@ -203,7 +227,17 @@ function exerciseAll(s: ReturnType<typeof setup>) {
   s.metrics.escalation("slack", false);
   s.metrics.diagnosis(labels, "TIMEOUT", true);
   s.metrics.streamFirstToken(labels, 30);
-  s.metrics.modelSpend(labels, "openai", "gpt-4o", { inputTokens: 5, outputTokens: 6 }, 0.2);
+  s.metrics.modelRequest(
+    labels,
+    attempt(
+      "openai",
+      { requestModel: "gpt-4o" },
+      {
+        usage: { inputTokens: 5, outputTokens: 6 },
+        usd: 0.2,
+      },
+    ),
+  );
   return labels;
 }
 
@@ -227,7 +261,7 @@ describe("SelfHealMetrics: the instruments", () => {
     expect(descriptions.size).toBe(INSTRUMENTS.length);
   });
 
-  it("buckets durations in seconds from 10 ms to 10 min, and tokens by powers of 4", async () => {
+  it("buckets durations in seconds from 10 ms to 10 min, GenAI's and tokens as the conventions advise", async () => {
     const s = setup();
     exerciseAll(s);
     const { points } = await s.collect();
@@ -245,6 +279,16 @@ describe("SelfHealMetrics: the instruments", () => {
     const tokens = points(METRIC_GEN_AI_TOKEN_USAGE);
     expect(tokens).toHaveLength(2);
     for (const p of tokens) expect(p.value).toMatchObject({ boundaries: [...TOKEN_BUCKETS] });
+    expect(TOKEN_BUCKETS).toEqual([
+      1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864,
+    ]);
+    // The GenAI conventions' advice for gen_ai.client.operation.duration: 10 ms doubling to 81.92 s.
+    expect(points(METRIC_GEN_AI_OPERATION_DURATION)[0]?.value).toMatchObject({
+      boundaries: [
+        0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+      ],
+    });
+    expect(GEN_AI_DURATION_BUCKETS_SECONDS).toHaveLength(14);
   });
 });
 
@@ -590,69 +634,120 @@ describe("SelfHealMetrics: what each record function writes", () => {
   });
 });
 
-describe("SelfHealMetrics.modelSpend", () => {
-  it("a point per reported token type with provider and model, and the cost by provider and model", async () => {
+describe("SelfHealMetrics.modelRequest", () => {
+  const chat = (more: Record<string, string> = {}) => ({
+    ...base,
+    [ATTR_GEN_AI_OPERATION_NAME]: "chat",
+    ...more,
+  });
+
+  it("a duration point and a point per reported token type, with the GenAI attributes; the cost by route and model", async () => {
     const s = setup();
     const labels = s.metrics.registerTool(TOOL, "openai");
-    s.metrics.modelSpend(
+    s.metrics.modelRequest(
       labels,
-      "openai",
-      "gpt-4o",
-      { inputTokens: 1_200, outputTokens: 300 },
-      0.03,
+      attempt(
+        "primary",
+        { provider: "openai", requestModel: "gpt-4o", responseModel: "gpt-4o-2024-08-06" },
+        { usage: { inputTokens: 1_200, outputTokens: 300 }, usd: 0.03 },
+      ),
     );
     const { points, value } = await s.collect();
-    const model = {
-      ...base,
+    const model = chat({
       [ATTR_GEN_AI_PROVIDER_NAME]: "openai",
       [ATTR_GEN_AI_REQUEST_MODEL]: "gpt-4o",
-    };
+      [ATTR_GEN_AI_RESPONSE_MODEL]: "gpt-4o-2024-08-06",
+    });
+    expect(points(METRIC_GEN_AI_OPERATION_DURATION)).toHaveLength(1);
+    expect(value(METRIC_GEN_AI_OPERATION_DURATION, model)).toMatchObject({ count: 1, sum: 1.5 });
     expect(points(METRIC_GEN_AI_TOKEN_USAGE)).toHaveLength(2);
     expect(
       value(METRIC_GEN_AI_TOKEN_USAGE, { ...model, [ATTR_GEN_AI_TOKEN_TYPE]: "input" }),
-    ).toMatchObject({
-      count: 1,
-      sum: 1_200,
-    });
+    ).toMatchObject({ count: 1, sum: 1_200 });
     expect(
       value(METRIC_GEN_AI_TOKEN_USAGE, { ...model, [ATTR_GEN_AI_TOKEN_TYPE]: "output" }),
-    ).toMatchObject({
-      count: 1,
-      sum: 300,
-    });
+    ).toMatchObject({ count: 1, sum: 300 });
+    // The cost stays selfheal's: by route (the provider label of every selfheal metric) and model.
     expect(points(METRIC_LLM_COST)).toStrictEqual([
-      { attributes: { ...base, [LABEL_PROVIDER]: "openai", [LABEL_MODEL]: "gpt-4o" }, value: 0.03 },
+      {
+        attributes: { ...base, [LABEL_PROVIDER]: "primary", [LABEL_MODEL]: "gpt-4o" },
+        value: 0.03,
+      },
     ]);
   });
 
-  it("no provider or model: their attributes absent from tokens, empty on the cost", async () => {
+  it("a failed request: its duration with error.type, and no other point", async () => {
+    const s = setup();
+    const labels = s.metrics.registerTool(TOOL, "openai");
+    s.metrics.modelRequest(labels, attempt("openai", undefined, { errorType: "RateLimitError" }));
+    const { points } = await s.collect();
+    expect(points(METRIC_GEN_AI_OPERATION_DURATION)).toStrictEqual([
+      {
+        attributes: chat({
+          [ATTR_GEN_AI_PROVIDER_NAME]: "openai",
+          [ATTR_ERROR_TYPE]: "RateLimitError",
+        }),
+        value: expect.objectContaining({ count: 1, sum: 1.5 }) as unknown,
+      },
+    ]);
+    expect(points(METRIC_GEN_AI_TOKEN_USAGE)).toEqual([]);
+  });
+
+  it("nothing sent (aborted before the tool ran): no duration point", async () => {
+    const s = setup();
+    const labels = s.metrics.registerTool(TOOL, "openai");
+    s.metrics.modelRequest(labels, attempt("openai", undefined, { durationMs: undefined }));
+    const { points } = await s.collect();
+    expect(points(METRIC_GEN_AI_OPERATION_DURATION)).toEqual([]);
+  });
+
+  it("no route and no report: the provider and models absent, the operation chat; the cost's labels empty", async () => {
     const s = setup();
     const labels = s.metrics.registerTool(TOOL, undefined);
-    s.metrics.modelSpend(labels, undefined, undefined, { outputTokens: 40 }, 0.5);
+    s.metrics.modelRequest(
+      labels,
+      attempt(undefined, undefined, { usage: { outputTokens: 40 }, usd: 0.5 }),
+    );
     const { points } = await s.collect();
     expect(points(METRIC_GEN_AI_TOKEN_USAGE).map((p) => p.attributes)).toStrictEqual([
-      { ...base, [ATTR_GEN_AI_TOKEN_TYPE]: "output" },
+      chat({ [ATTR_GEN_AI_TOKEN_TYPE]: "output" }),
+    ]);
+    expect(points(METRIC_GEN_AI_OPERATION_DURATION).map((p) => p.attributes)).toStrictEqual([
+      chat(),
     ]);
     expect(points(METRIC_LLM_COST)).toStrictEqual([
       { attributes: { ...base, [LABEL_PROVIDER]: "", [LABEL_MODEL]: "" }, value: 0.5 },
     ]);
   });
 
-  it("only a provider, only input tokens: the model attribute is absent", async () => {
+  it("the reported operation wins (generate_content), as does the reported provider over the route", async () => {
     const s = setup();
     const labels = s.metrics.registerTool(TOOL, undefined);
-    s.metrics.modelSpend(labels, "openai", undefined, { inputTokens: 7 }, 0);
+    s.metrics.modelRequest(
+      labels,
+      attempt(
+        "gemini-east",
+        { operation: "generate_content", provider: "gcp.gemini" },
+        {
+          usage: { inputTokens: 7 },
+        },
+      ),
+    );
     const { points } = await s.collect();
     expect(points(METRIC_GEN_AI_TOKEN_USAGE).map((p) => p.attributes)).toStrictEqual([
-      { ...base, [ATTR_GEN_AI_PROVIDER_NAME]: "openai", [ATTR_GEN_AI_TOKEN_TYPE]: "input" },
+      {
+        ...base,
+        [ATTR_GEN_AI_OPERATION_NAME]: "generate_content",
+        [ATTR_GEN_AI_PROVIDER_NAME]: "gcp.gemini",
+        [ATTR_GEN_AI_TOKEN_TYPE]: "input",
+      },
     ]);
   });
 
-  it("no usage and no spend: nothing recorded; a spend of 0 is no cost point", async () => {
+  it("a spend of 0 is no cost point; empty usage no token point", async () => {
     const s = setup();
     const labels = s.metrics.registerTool(TOOL, "openai");
-    s.metrics.modelSpend(labels, "openai", "gpt-4o", undefined, 0);
-    s.metrics.modelSpend(labels, "openai", "gpt-4o", {}, 0);
+    s.metrics.modelRequest(labels, attempt("openai", undefined, { usage: {} }));
     const { points } = await s.collect();
     expect(points(METRIC_GEN_AI_TOKEN_USAGE)).toEqual([]);
     expect(points(METRIC_LLM_COST)).toEqual([]);
@@ -693,11 +788,15 @@ describe("SelfHealMetrics: what reaches the API", () => {
     calls.length = 0; // the series started at 0
     metrics.recoveryStep(labels, "retry_once", "failure", 0);
     metrics.recovery(labels, "failed", 1_000, 0);
-    metrics.modelSpend(labels, "openai", "gpt-4o", { outputTokens: 3 }, 0);
-    metrics.modelSpend(labels, "openai", "gpt-4o", { inputTokens: 4 }, 0);
+    metrics.modelRequest(labels, attempt("openai", undefined, { usage: { outputTokens: 3 } }));
+    metrics.modelRequest(
+      labels,
+      attempt("openai", undefined, { usage: { inputTokens: 4 }, durationMs: undefined }),
+    );
     expect(calls).toEqual([
       [METRIC_RECOVERIES, 1],
       [METRIC_RECOVERY_DURATION, 1],
+      [METRIC_GEN_AI_OPERATION_DURATION, 1.5],
       [METRIC_GEN_AI_TOKEN_USAGE, 3],
       [METRIC_GEN_AI_TOKEN_USAGE, 4],
     ]);

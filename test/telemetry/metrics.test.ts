@@ -67,7 +67,7 @@ describe("model spend: token usage (GenAI conventions) and cost per model", () =
     const points = await m.read();
     await m.shutdown();
     const labels =
-      "agent=test-agent,tool=answer,gen_ai.provider.name=openai,gen_ai.request.model=gpt-4o";
+      "agent=test-agent,tool=answer,gen_ai.operation.name=chat,gen_ai.provider.name=openai,gen_ai.request.model=gpt-4o";
     // Two attempts (the failed first and the retry), each a point per token type.
     expect(points.get(`gen_ai.client.token.usage{${labels},gen_ai.token.type=input}`)).toBe(2);
     expect(points.get(`gen_ai.client.token.usage{${labels},gen_ai.token.type=output}`)).toBe(2);

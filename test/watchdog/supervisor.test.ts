@@ -420,7 +420,7 @@ describe("the supervisor's telemetry: spans, metrics, event log", () => {
       "healthy",
     ]);
     expect(verdicts[1]).toMatchObject({
-      "gen_ai.agent.name": "nightly",
+      "selfheal.agent.name": "nightly",
       "selfheal.watchdog.session_id": "night",
     });
     const [tier] = otel.named("agent.watchdog.recovery");

@@ -8,6 +8,7 @@ import type {
   ToolOptions,
   WrappedTool,
 } from "../../index.js";
+import { modelRequestOf } from "./gen-ai.js";
 import { checkModelOptions, checkModel, isModel, type HealModelOptions } from "./options.js";
 import { inFrameworkSpan, modelSpans } from "./spans.js";
 import { AI_SDK_FAIL_ON_FINISH, AI_SDK_PARTS, readParts, toReadableStream } from "./stream.js";
@@ -282,6 +283,7 @@ function callOptions(params: ModelCallOptions): CallOptions {
 /** One streamed attempt on the model of the provider selfheal picked, with selfheal's signal. */
 async function streamOnce(call: ModelCall, ctx: CallContext): Promise<AsyncIterable<StreamPart>> {
   const model = call.modelFor(ctx.provider);
+  ctx.reportModel(modelRequestOf(model));
   const { stream, ...streamed } = await model.doStream({
     ...call.params,
     abortSignal: ctx.signal,
@@ -293,7 +295,10 @@ async function streamOnce(call: ModelCall, ctx: CallContext): Promise<AsyncItera
 /** One attempt on the model of the provider selfheal picked, with selfheal's signal. */
 async function generateOnce(call: ModelCall, ctx: CallContext): Promise<GenerateResult> {
   const model = call.modelFor(ctx.provider);
+  ctx.reportModel(modelRequestOf(model));
   const result = await model.doGenerate({ ...call.params, abortSignal: ctx.signal });
+  const responseModel = result.response?.modelId;
+  if (responseModel !== undefined) ctx.reportModel({ responseModel });
   const { inputTokens, outputTokens } = result.usage;
   ctx.reportUsage({
     ...(inputTokens.total !== undefined && { inputTokens: inputTokens.total }),
