@@ -178,7 +178,7 @@ async function streamAnswer(res: ServerResponse, plan: StreamPlan): Promise<void
   const kind = fault?.kind;
   const twoThirds = Math.floor((tokens.length * 2) / 3);
   const stopAt =
-    kind === "stream_cut" || kind === "stream_stall"
+    kind === "stream_cut" || kind === "stream_stall" || kind === "stream_error"
       ? Math.min(fault?.afterTokens ?? twoThirds, tokens.length)
       : -1;
   const malformedAt =
@@ -201,6 +201,11 @@ async function streamAnswer(res: ServerResponse, plan: StreamPlan): Promise<void
     if (i === stopAt && kind === "stream_cut") {
       await flushed; // what was sent arrives, then the connection dies
       res.socket?.destroy();
+      return;
+    }
+    if (i === stopAt && kind === "stream_error") {
+      send(events.error(fault?.message));
+      res.end();
       return;
     }
     if (i === stopAt && kind === "stream_stall") {
@@ -242,14 +247,16 @@ export interface ApiCounts {
  * the finish (finish reason, usage), then what completes the stream (`data: [DONE]`,
  * `response.completed`, `message_stop`, Gemini's chunk with its `finishReason`). The faults
  * above behave the same for it (an HTTP fault answers with its status before any event, `empty`
- * streams no token, `malformed_json` sends the same cut JSON body); five more exist only in a
+ * streams no token, `malformed_json` sends the same cut JSON body); six more exist only in a
  * stream, and a request that is not streamed is answered normally under them:
  * - `slow_first_token`: headers and the events before the first token at once, the first token
  *   after `delayMs` (20 s);
  * - `stream_cut`: the socket is destroyed after `afterTokens` tokens (two thirds): no finish;
  * - `stream_stall`: silent for `silentMs` (30 s) after `afterTokens` tokens, then the rest;
  * - `malformed_event`: an extra event cut mid-JSON before token `atToken` (1), no token lost;
- * - `no_done`: the whole answer and its finish, without what completes the stream.
+ * - `no_done`: the whole answer and its finish, without what completes the stream;
+ * - `stream_error`: the API's error event (an overload) after `afterTokens` tokens (two
+ *   thirds), then the response ends.
  *
  * The body is parsed first: one that is not a JSON object gets the API's 400, and with
  * `rejectPrefill` a conversation ending with the model's turn gets a 400; neither asks the

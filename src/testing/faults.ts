@@ -23,6 +23,7 @@ export const FAULT_KINDS = [
   "stream_stall",
   "malformed_event",
   "no_done",
+  "stream_error",
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -36,6 +37,7 @@ export const STREAM_ONLY_FAULTS: ReadonlySet<FaultKind> = new Set<FaultKind>([
   "stream_stall",
   "malformed_event",
   "no_done",
+  "stream_error",
 ]);
 
 export interface FaultOptions {
@@ -47,7 +49,8 @@ export interface FaultOptions {
    */
   delayMs?: number;
   /**
-   * stream_cut, stream_stall: tokens streamed before the cut or the silence; finish_length: the
+   * stream_cut, stream_stall, stream_error: tokens streamed before the cut, the silence or the
+   * error event; finish_length: the
    * tokens the truncated answer keeps (default two thirds of the answer's tokens, rounded down;
    * more than the answer has means after the last token).
    */

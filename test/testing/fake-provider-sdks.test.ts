@@ -221,6 +221,17 @@ describe.each(DRIVERS)("$name against the fake provider", (driver) => {
     expect(seen.text).toBe("Hello from");
   });
 
+  it("stream_error: the tokens before it, then the SDK throws the API's error event", async () => {
+    const { p, client } = await connect();
+    p.injector.inject("stream_error", { first: 1 }, { afterTokens: 2, message: "overloaded now" });
+    const seen = newSeen();
+    const error = await rejection(client.stream(seen));
+    expect(error).toBeInstanceOf(driver.streamErrorClass);
+    expect(error.message).toContain("overloaded now");
+    expect(seen).toMatchObject({ text: "Hello from", finish: undefined });
+    expect(p.requests).toBe(1);
+  });
+
   it("no_done: every token and the finish, but nothing that completes the stream", async () => {
     const { p, client } = await connect();
     p.injector.inject("no_done", { first: 1 });

@@ -643,3 +643,37 @@ describe("fake provider: malformed_json in each API", () => {
     expect(() => JSON.parse(text) as unknown).toThrow(SyntaxError);
   });
 });
+
+describe("fake provider: stream_error in each API", () => {
+  it.each([
+    [
+      "/v1/chat/completions",
+      { messages: USER, stream: true },
+      'data: {"error":{"message":"The server had an error while processing your request.","type":"server_error","code":null,"param":null}}\n\n',
+    ],
+    [
+      RESPONSES,
+      { input: "hi", stream: true },
+      'event: error\ndata: {"type":"error","sequence_number":5,"code":"server_error","message":"The server had an error while processing your request.","param":null}\n\n',
+    ],
+    [
+      MESSAGES,
+      { messages: USER, stream: true },
+      'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_fake_1"}\n\n',
+    ],
+    [
+      GEMINI_SSE,
+      { contents: CONTENTS },
+      'data: {"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}\r\n\r\n',
+    ],
+  ])("%s: the API's error event after the first token, then the end", async (path, body, last) => {
+    const p = await start();
+    p.injector.inject("stream_error", { first: 1 });
+    const res = await post(p, path, body);
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    expect(text.endsWith(last)).toBe(true);
+    expect(text).toContain('"Hi"');
+    expect(text).not.toContain('" there"');
+  });
+});

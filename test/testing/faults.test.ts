@@ -84,6 +84,7 @@ const NOT_HTTP: FaultKind[] = [
   "stream_stall",
   "malformed_event",
   "no_done",
+  "stream_error",
 ];
 
 describe("FAULT_KINDS and STREAM_ONLY_FAULTS", () => {
@@ -108,9 +109,17 @@ describe("FAULT_KINDS and STREAM_ONLY_FAULTS", () => {
       "stream_stall",
       "malformed_event",
       "no_done",
+      "stream_error",
     ]);
     expect([...STREAM_ONLY_FAULTS].sort()).toEqual(
-      ["malformed_event", "no_done", "slow_first_token", "stream_cut", "stream_stall"].sort(),
+      [
+        "malformed_event",
+        "no_done",
+        "slow_first_token",
+        "stream_cut",
+        "stream_stall",
+        "stream_error",
+      ].sort(),
     );
   });
 });

@@ -36,6 +36,8 @@ export interface Driver {
   connect(p: FakeProvider): Client;
   /** The SDK's error class for an HTTP status. */
   errorClass(status: number): ErrorClass;
+  /** The SDK's class for an API's error event in a stream that has begun. */
+  streamErrorClass: ErrorClass;
   /** The SDK's class for a connection that failed before an answer. */
   connectionError: ErrorClass;
   /** The SDK keeps an error's headers (`error.headers.get(...)`); Google's client does not. */
@@ -76,6 +78,9 @@ function openaiDriver(
     api,
     errorClass,
     connectionError: SDK.APIConnectionError,
+    // openai 6 hands Responses' `error` event to the reader (below, thrown as a plain Error);
+    // openai 7 throws it as an APIError.
+    streamErrorClass: api === "responses" && SDK === OpenAI6 ? Error : SDK.APIError,
     keepsHeaders: true,
   };
   if (api === "chat_completions")
@@ -139,6 +144,7 @@ function openaiDriver(
           const s = await client.responses.create({ model: "gpt-5", input: input(), stream: true });
           for await (const event of s) {
             seen.events.push(event.type);
+            if (event.type === "error") throw new Error(event.message);
             if (event.type === "response.output_text.delta") seen.text += event.delta;
             if (event.type === "response.completed" || event.type === "response.incomplete")
               seen.finish = event.response.status;
@@ -163,6 +169,7 @@ const anthropic: Driver = {
       529: Anthropic.OverloadedError,
     })[status] ?? Anthropic.APIError,
   connectionError: Anthropic.APIConnectionError,
+  streamErrorClass: Anthropic.APIError,
   keepsHeaders: true,
   finishes: { normal: "end_turn", truncated: "max_tokens" },
   ended: (seen) => seen.events.at(-1) === "message_stop",
@@ -206,6 +213,7 @@ function geminiDriver(
     api: "gemini",
     errorClass: () => ApiErrorClass,
     connectionError: TypeError, // fetch failed: the client does not wrap it
+    streamErrorClass: ApiErrorClass,
     keepsHeaders: false,
     finishes: { normal: "STOP", truncated: "MAX_TOKENS" },
     ended: (seen) => (seen.events.length === 0 ? false : seen.events.at(-1) !== "chunk"),

@@ -130,6 +130,11 @@ export const anthropicMessages: WireApi = {
         }),
       ],
       done: () => [event("message_stop")],
+      error: (message) =>
+        event("error", {
+          error: { type: "overloaded_error", message: message ?? "Overloaded" },
+          request_id: requestId(answer.n),
+        }),
       malformed: () =>
         'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":\n\n',
     };

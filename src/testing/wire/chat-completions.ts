@@ -42,6 +42,14 @@ export function openaiFault(...[kind, options]: Parameters<WireApi["fault"]>) {
   return http && openaiError(http.status, http.body, http.headers);
 }
 
+/** The error a stream that has begun can end with (no status: the 200 has gone out). */
+export const SERVER_ERROR: ApiErrorBody = {
+  message: "The server had an error while processing your request.",
+  type: "server_error",
+  code: null,
+  param: null,
+};
+
 /** OpenAI's request id header. */
 export const openaiHeaders = (n: number) => ({ "x-request-id": `req_fake_${n}` });
 
@@ -117,6 +125,9 @@ export const chatCompletions: WireApi = {
       ],
       done: () => ["data: [DONE]\n\n"],
       malformed: () => 'data: {"choices":[{"delta":{"content":\n\n',
+      // OpenAI's SDKs throw an APIError for a chunk that holds an `error`.
+      error: (message) =>
+        sseEvent({ error: { ...SERVER_ERROR, message: message ?? SERVER_ERROR.message } }),
     };
   },
 };

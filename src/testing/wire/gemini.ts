@@ -189,6 +189,19 @@ export const gemini: WireApi = {
         sseEvent(chunk(answer, n > 0 ? "" : undefined, n, finishReason(answer)), undefined, END),
       ],
       malformed: () => `data: {"candidates":[{"content":{"parts":[{"text":${END}`,
+      // Google's clients throw an ApiError with the chunk's code for an error chunk.
+      error: (message) =>
+        sseEvent(
+          {
+            error: {
+              code: 503,
+              message: message ?? "The model is overloaded. Please try again later.",
+              status: "UNAVAILABLE",
+            },
+          },
+          undefined,
+          END,
+        ),
     };
   },
 };

@@ -10,6 +10,7 @@ import {
   openaiInvalid,
   openaiNotJson,
   PREFILL_REFUSED,
+  SERVER_ERROR,
 } from "./chat-completions.js";
 import { lastRole, PROMPT_TOKENS, sseEvent, type Answer, type WireApi } from "./types.js";
 
@@ -104,6 +105,12 @@ export const responses: WireApi = {
       done: () => [event(`response.${status}`, { response: response(answer, status) })],
       malformed: () =>
         `event: response.output_text.delta\ndata: {"type":"response.output_text.delta","item_id":"${ITEM_ID}","delta":\n\n`,
+      error: (message) =>
+        event("error", {
+          code: "server_error",
+          message: message ?? SERVER_ERROR.message,
+          param: null,
+        }),
     };
   },
 };

@@ -49,6 +49,8 @@ export interface StreamEvents {
   done(): string[];
   /** `malformed_event`: one extra event cut mid-JSON. */
   malformed(): string;
+  /** `stream_error`: the API's error event in a stream that has begun (an overload). */
+  error(message: string | undefined): string;
 }
 
 /** One provider API's wire format. Adding an API is one module implementing this. */
