@@ -15,7 +15,11 @@ export interface AnthropicMessageEvent {
   /** `message_start`: the message so far (model, usage with the input tokens). */
   message?: {
     model?: string;
-    usage?: { input_tokens?: number | null } | null;
+    usage?: {
+      input_tokens?: number | null;
+      cache_creation_input_tokens?: number | null;
+      cache_read_input_tokens?: number | null;
+    } | null;
   } | null;
   /** `content_block_start`: the block that begins (`text`, `thinking`, `tool_use`, ...). */
   content_block?: { type: string; text?: string; thinking?: string; data?: string } | null;

@@ -5,7 +5,13 @@
  * `toReadableStream()`). Read by shape: no SDK is imported.
  */
 import type { CallContext, HealedStream, StreamRestart } from "../index.js";
-import { openStream, type ClientCall } from "./heal-client.js";
+import {
+  callOptions,
+  openStream,
+  type ClientCall,
+  type ClientHealing,
+  type ClientOperation,
+} from "./heal-client.js";
 
 /** The per-request options of a Stainless SDK method, as far as selfheal sets them. */
 export interface StainlessRequestOptions {
@@ -126,5 +132,41 @@ export function linkedController(signal: AbortSignal | null | undefined): {
     unlink: () => {
       signal.removeEventListener("abort", forward);
     },
+  };
+}
+
+/** What a Stainless `create` reads of its body: the model, and whether it streams. */
+export interface StainlessParams {
+  model?: unknown;
+  stream?: unknown;
+}
+
+/**
+ * A Stainless SDK's `create`, healed: a plain request through the operation's `sh.tool`, a
+ * `stream: true` one through its `sh.stream`, given back as the SDK's own Stream once its first
+ * token came (a failure before it rejects, as the SDK's request would), its `controller` and the
+ * caller's signal ending the call.
+ */
+export function healedCreate<R, P extends StainlessParams>(
+  healing: ClientHealing<R>,
+  op: ClientOperation<ClientCall<R, P | undefined, StainlessRequestOptions>, unknown, unknown>,
+): (params: P | undefined, requestOptions?: StainlessRequestOptions) => HealedAPIPromise<unknown> {
+  const { onRestart } = healing.options;
+  return (params, requestOptions) => {
+    const call = healing.call<P | undefined, StainlessRequestOptions>(params, requestOptions);
+    const signal = requestOptions?.signal;
+    if (params?.stream !== true) {
+      return healedAPIPromise(
+        op.generate(call, callOptions(op.operation, params?.model, signal)),
+        call as ClientCall<unknown, unknown>,
+      );
+    }
+    const { controller, unlink } = linkedController(signal);
+    const stream = op.stream(call, callOptions(op.operation, params.model, controller.signal));
+    void stream.result.then(unlink, unlink);
+    return healedAPIPromise(
+      healedSdkStream(stream, call as ClientCall<unknown, unknown>, controller, onRestart),
+      call as ClientCall<unknown, unknown>,
+    );
   };
 }

@@ -1,0 +1,247 @@
+/**
+ * `selfheal/anthropic`: the `@anthropic-ai/sdk` client healed in one line. Every
+ * `client.messages.create` (plain and `stream: true`), `messages.stream()` and `messages.parse()`
+ * is a selfheal call: span, health, diagnosis of the SDK's errors, recovery with the SDK's own
+ * retries off, failover to another model or client of the Messages API; streams are bounded and
+ * checked by `anthropicMessageEvents`. The SDK is not imported: the client is read by shape.
+ *
+ * ```ts
+ * const client = healAnthropic(sh, new Anthropic(), { fallback: { provider: "haiku", model: "claude-haiku-4-5" } });
+ * const message = await client.messages.create({ model: "claude-sonnet-4-5", max_tokens: 1024, messages });
+ * ```
+ */
+import { SelfHealConfigError } from "../errors.js";
+import type { CallContext, SelfHealing } from "../index.js";
+import {
+  ANTHROPIC_FAIL_ON_FINISH,
+  anthropicMessageEvents,
+  type AnthropicMessageEvent,
+} from "./anthropic-events.js";
+import {
+  clientHealing,
+  type ClientCall,
+  type ClientDefaults,
+  type ClientRoute,
+  type HealClientOptions,
+} from "./heal-client.js";
+import {
+  attemptOptions,
+  healedCreate,
+  sent,
+  type StainlessParams,
+  type StainlessRequestOptions,
+} from "./stainless.js";
+
+export { ANTHROPIC_FAIL_ON_FINISH, anthropicMessageEvents, type AnthropicMessageEvent };
+
+/** An Anthropic client, as far as selfheal calls it (`new Anthropic()` fits, as its Bedrock and Vertex kin). */
+export interface AnthropicClient {
+  messages: {
+    create(...args: never[]): unknown;
+  };
+}
+
+/** Another route of the Messages API: another client (base URL, account) and/or another model. */
+export type AnthropicRoute<C extends AnthropicClient = AnthropicClient> = ClientRoute<C>;
+
+/** Options of `healAnthropic`: those of `healModel` (`selfheal/ai-sdk`), routes of the Messages API. */
+export type HealAnthropicOptions<C extends AnthropicClient = AnthropicClient> =
+  HealClientOptions<C>;
+
+/** The request body of `messages.create`, as far as selfheal reads it. */
+type MessageParams = StainlessParams;
+
+/** A Message, as far as selfheal reads it. */
+interface Message {
+  model?: string;
+  content?: readonly { type?: string; text?: string }[] | null;
+  usage?: Usage | null;
+}
+
+interface Usage {
+  input_tokens?: number | null;
+  output_tokens?: number | null;
+  cache_creation_input_tokens?: number | null;
+  cache_read_input_tokens?: number | null;
+}
+
+/** What a healed attempt calls on a route's client: the SDK's own method, on the SDK's object. */
+interface Messages {
+  create(params: unknown, options?: StainlessRequestOptions): PromiseLike<unknown>;
+}
+
+type MessagesCall = ClientCall<AnthropicClient, MessageParams | undefined, StainlessRequestOptions>;
+
+const DEFAULTS: ClientDefaults = {
+  caller: "healAnthropic",
+  name: "anthropic",
+  provider: "anthropic",
+  expected: "an Anthropic client (new Anthropic() of @anthropic-ai/sdk)",
+  isClient: (value) => {
+    const messages = (value as { messages?: unknown } | null)?.messages;
+    return (
+      typeof value === "object" &&
+      value !== null &&
+      typeof messages === "object" &&
+      messages !== null &&
+      typeof (messages as { create?: unknown }).create === "function"
+    );
+  },
+};
+
+/**
+ * The client, healed: `messages.create` (plain and `stream: true`), `messages.stream()` and
+ * `messages.parse()` are selfheal calls (`anthropic.messages`, `anthropic.messages:stream`);
+ * everything else is the client's own. Each attempt is sent with the SDK's retries off
+ * (`maxRetries: 0`) and selfheal's signal; `fallback` routes are another model and/or another
+ * client of the Messages API (each provider name declared in `recovery.providers`). Healing the
+ * healed client again returns it as it is.
+ */
+export function healAnthropic<C extends AnthropicClient>(
+  sh: SelfHealing,
+  client: C,
+  options?: HealAnthropicOptions<C>,
+): C {
+  const healing = clientHealing(sh, client, options, DEFAULTS);
+  if (healing.healed) return healing.healed;
+  const op = healing.operation({
+    name: "messages",
+    operation: "chat",
+    generate: generateOnce,
+    stream: streamOnce,
+    isEmpty: isEmptyMessage,
+    format: anthropicMessageEvents,
+    failOnFinish: ANTHROPIC_FAIL_ON_FINISH,
+  });
+  const create = healedCreate(healing, op);
+
+  /**
+   * The SDK's own helper (`stream()`, `parse()`), run on the real `messages` with the healed
+   * `create`: each request it makes is a healed call, and what it returns (a MessageStream, a
+   * parsed Message) is the SDK's.
+   */
+  const helper =
+    (method: "stream" | "parse") =>
+    (...args: unknown[]): unknown => {
+      // A MessageStream accumulates one message and cannot be told to start it again.
+      if (method === "stream" && healing.options.afterFirstToken === "restart") {
+        throw new SelfHealConfigError(
+          "healAnthropic.options.afterFirstToken",
+          'messages.stream() cannot restart its message (the SDK\'s MessageStream accumulates it): use "fail" or "buffer", or messages.create({ stream: true }) with onRestart',
+        );
+      }
+      const messages = (client as unknown as { messages: Record<string, unknown> }).messages;
+      const view = Object.create(messages, { create: { value: create } }) as object;
+      return Reflect.apply(messages[method] as (...a: unknown[]) => unknown, view, args);
+    };
+
+  return healing.proxy({
+    "messages.create": create,
+    "messages.stream": helper("stream"),
+    "messages.parse": helper("parse"),
+  });
+}
+
+/** The body of one attempt: the caller's, with the route's model. */
+function bodyOf(
+  params: MessageParams | undefined,
+  model: string | undefined,
+): MessageParams | undefined {
+  return model === undefined ? params : { ...params, model };
+}
+
+function messagesOfRoute(call: MessagesCall, ctx: CallContext) {
+  const { client, model } = call.route(ctx.provider);
+  return { messages: (client as unknown as { messages: Messages }).messages, model };
+}
+
+/** One plain attempt on the route selfheal picked. */
+async function generateOnce(call: MessagesCall, ctx: CallContext): Promise<unknown> {
+  const { messages, model } = messagesOfRoute(call, ctx);
+  const message = (await sent(
+    call,
+    messages.create(bodyOf(call.params, model), attemptOptions(call.options, ctx)),
+  )) as Message | null;
+  reportUsage(ctx, message?.usage);
+  return message;
+}
+
+/** One streamed attempt on the route selfheal picked: the SDK's stream of events. */
+async function streamOnce(
+  call: MessagesCall,
+  ctx: CallContext,
+): Promise<AsyncIterable<AnthropicMessageEvent>> {
+  const { messages, model } = messagesOfRoute(call, ctx);
+  const stream = (await sent(
+    call,
+    messages.create(bodyOf(call.params, model), attemptOptions(call.options, ctx)),
+  )) as AsyncIterable<AnthropicMessageEvent>;
+  call.opened = stream;
+  return reportingStart(stream, ctx);
+}
+
+/**
+ * The stream, its `message_start` read on the way for the input tokens (the format reports the
+ * output tokens, from `message_delta`). The first event is `message_start`; after it the SDK's
+ * own iterator is called directly.
+ */
+function reportingStart(
+  stream: AsyncIterable<AnthropicMessageEvent>,
+  ctx: CallContext,
+): AsyncIterable<AnthropicMessageEvent> {
+  return {
+    [Symbol.asyncIterator]() {
+      const source = stream[Symbol.asyncIterator]();
+      const iterator: AsyncIterator<AnthropicMessageEvent> = {
+        next: async () => {
+          const step = await source.next();
+          iterator.next = () => source.next();
+          if (!step.done && step.value.type === "message_start") {
+            // Its output_tokens are the first few: message_delta's count is the answer's.
+            const input = inputTokens(step.value.message?.usage);
+            if (input !== undefined) ctx.reportUsage({ inputTokens: input });
+          }
+          return step;
+        },
+        return: (value?: unknown) =>
+          source.return?.(value) ?? Promise.resolve({ done: true, value: undefined }),
+      };
+      return iterator;
+    },
+  };
+}
+
+/**
+ * The tokens of an answer: the input is every input token the request used, read from the cache
+ * or written to it too (the GenAI conventions' `gen_ai.usage.input_tokens` for Anthropic).
+ */
+function reportUsage(ctx: CallContext, usage: Usage | null | undefined): void {
+  const input = inputTokens(usage);
+  const output = usage?.output_tokens;
+  ctx.reportUsage({
+    ...(input !== undefined && { inputTokens: input }),
+    ...(typeof output === "number" && { outputTokens: output }),
+  });
+}
+
+function inputTokens(usage: Usage | null | undefined): number | undefined {
+  if (typeof usage?.input_tokens !== "number") return undefined;
+  const count = (n: number | null | undefined) => (typeof n === "number" && n >= 0 ? n : 0);
+  return (
+    count(usage.input_tokens) +
+    count(usage.cache_creation_input_tokens) +
+    count(usage.cache_read_input_tokens)
+  );
+}
+
+/** Empty: no text that is not blank, and no tool call (thinking alone is no answer). */
+function isEmptyMessage(answer: unknown): boolean {
+  const content = (answer as Message | null)?.content;
+  if (!Array.isArray(content)) return true;
+  return !content.some(
+    (block: { type?: string; text?: string }) =>
+      block.type === "tool_use" ||
+      block.type === "server_tool_use" ||
+      (block.type === "text" && (block.text ?? "").trim() !== ""),
+  );
+}
