@@ -41,8 +41,7 @@ import {
 import {
   attemptOptions,
   healedAPIPromise,
-  healedSdkStream,
-  linkedController,
+  healedCreate,
   sent,
   type StainlessRequestOptions,
 } from "./stainless.js";
@@ -295,7 +294,7 @@ function apiMethods<C extends OpenAIClient, Chunk>(
   api: Api<Chunk>,
   healedClient: () => C,
 ): Record<string, (...args: never[]) => unknown> {
-  const { onRestart, afterFirstToken } = healing.options;
+  const { afterFirstToken } = healing.options;
   const op: ClientOperation<OpenAICall, unknown, Chunk> = healing.operation({
     name: api.name,
     operation: "chat",
@@ -313,14 +312,10 @@ function apiMethods<C extends OpenAIClient, Chunk>(
         call,
       );
     };
-  const create = (params: Params | undefined, requestOptions?: StainlessRequestOptions) => {
-    if (params?.stream !== true) return plain("create")(params, requestOptions);
-    const call = healing.call(params, requestOptions) as unknown as OpenAICall;
-    const { controller, unlink } = linkedController(requestOptions?.signal);
-    const stream = op.stream(call, callOptions(op.operation, params.model, controller.signal));
-    void stream.result.then(unlink, unlink);
-    return healedAPIPromise(healedSdkStream(stream, call, controller, onRestart), call);
-  };
+  const create = healedCreate(
+    healing as unknown as ClientHealing<OpenAIClient>,
+    op as ClientOperation<OpenAICall, unknown, unknown>,
+  );
   /**
    * The SDK's own helper (`stream()`, `runTools()`), run on the real namespace with the healed
    * client as its `_client`: each request it makes is a healed `create`, what it returns the SDK's.

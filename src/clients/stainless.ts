@@ -47,11 +47,44 @@ export function sent<T>(call: ClientCall<unknown, unknown>, request: T): T {
   return request;
 }
 
-/** The healed call's promise with `withResponse()` of the attempt that answered. */
+/**
+ * The SDK's own error for a request its caller aborted: `APIUserAbortError`, a static of every
+ * Stainless client class (openai, @anthropic-ai/sdk), made from the client's class.
+ */
+function userAbortError(client: unknown): Error | undefined {
+  const SdkClass = (client as { constructor?: { APIUserAbortError?: unknown } } | null)
+    ?.constructor;
+  const AbortClass = SdkClass?.APIUserAbortError;
+  return typeof AbortClass === "function" ? new (AbortClass as new () => Error)() : undefined;
+}
+
+/**
+ * What the caller sees when its own signal ended the call: the SDK's APIUserAbortError, as from
+ * the unhealed client (selfheal ends the call with the signal's reason); other errors as they are.
+ */
+function asCallerAbort(
+  error: unknown,
+  signal: AbortSignal | null | undefined,
+  call: ClientCall<unknown, unknown>,
+): unknown {
+  if (!signal?.aborted) return error;
+  return userAbortError(call.route(undefined).client) ?? error;
+}
+
+/**
+ * The healed call's promise with `withResponse()` of the attempt that answered; when the caller
+ * aborts with its `signal`, it rejects with the SDK's APIUserAbortError.
+ */
 export function healedAPIPromise<T>(
-  answer: Promise<T>,
+  result: Promise<T>,
   call: ClientCall<unknown, unknown>,
 ): HealedAPIPromise<T> {
+  const signal = (call.options as StainlessRequestOptions | undefined)?.signal;
+  const answer = signal
+    ? result.catch((error: unknown) => {
+        throw asCallerAbort(error, signal, call);
+      })
+    : result;
   return Object.assign(answer, {
     withResponse: async () => {
       const data = await answer;
@@ -76,6 +109,8 @@ export function healedAPIPromise<T>(
  * The healed stream as the SDK's own `Stream` (the class of the answering attempt's stream: the
  * constructor `(iterator, controller)` of every Stainless SDK), so `controller`, `tee()` and
  * `toReadableStream()` work as on an unhealed client; iterating it reads the healed stream once.
+ * As the SDK's, a stream its caller aborted (`controller.abort()`, the request's `signal`) ends
+ * without an error.
  */
 export async function healedSdkStream<Chunk>(
   healed: HealedStream<Chunk | StreamRestart>,
@@ -83,7 +118,16 @@ export async function healedSdkStream<Chunk>(
   controller: AbortController,
   onRestart: ((restart: StreamRestart) => void) | undefined,
 ): Promise<AsyncIterable<Chunk>> {
-  const iterator = await openStream(healed, onRestart);
+  const opened = await openStream(healed, onRestart);
+  const ended = (error: unknown): IteratorResult<Chunk> => {
+    if (controller.signal.aborted) return { done: true, value: undefined };
+    throw error;
+  };
+  const iterator: AsyncIterator<Chunk> = {
+    next: () => opened.next().catch(ended),
+    return: (value?: unknown) =>
+      opened.return?.(value) ?? Promise.resolve({ done: true, value: undefined }),
+  };
   let consumed = false;
   const iterate = (): AsyncIterator<Chunk> => {
     if (consumed) {

@@ -172,6 +172,18 @@ for (const [sdkName, SDK] of Object.entries(SDKS)) {
         expect(cost).toBe(10 + REPLY.split(" ").length); // input and output tokens, $1 each
       });
 
+      it("the caller's signal before the first token: the SDK's APIUserAbortError", async () => {
+        const provider = await server();
+        provider.injector.inject("slow_first_token", { first: 1 }, { delayMs: NEVER_MS });
+        const { sh } = instance();
+        const caller = new AbortController();
+        const stream = api.ask(heal(sh, clientOf(SDK, provider)), { signal: caller.signal });
+        await eventually(() => provider.requests === 1, "the request");
+        caller.abort();
+        await expect(stream).rejects.toBeInstanceOf(SDK.APIUserAbortError);
+        expect(provider.requests).toBe(1);
+      });
+
       it("toReadableStream() works as on the SDK's stream", async () => {
         const provider = await server();
         const { sh } = instance();
@@ -299,7 +311,7 @@ for (const [sdkName, SDK] of Object.entries(SDKS)) {
         expect(calls.map((c) => [c.tool, c.outcome])).toEqual([[tool, "recovered"]]);
       });
 
-      it("stream.controller.abort() ends the call", async () => {
+      it("stream.controller.abort() ends the call and the stream, without an error", async () => {
         const provider = await server();
         provider.injector.inject(
           "stream_stall",
@@ -312,7 +324,8 @@ for (const [sdkName, SDK] of Object.entries(SDKS)) {
         await eventually(() => seen.text === FIRST_THREE, "three tokens");
         stream.controller.abort();
         await done;
-        expect(seen.text).toBe(FIRST_THREE);
+        // As the SDK's own stream: an abort of its caller's ends it without an error.
+        expect(seen).toMatchObject({ text: FIRST_THREE, error: undefined });
         expect(provider.requests).toBe(1);
       });
     });
