@@ -46,6 +46,7 @@ import {
   type StainlessRequestOptions,
 } from "./stainless.js";
 import { STREAM_DEFAULTS } from "../engine/options/stream.js";
+import { GEN_AI_PROVIDERS } from "../telemetry/conventions.js";
 
 export {
   responseEvents,
@@ -215,6 +216,8 @@ interface Api<Chunk> {
   readonly usage: (answer: unknown) => readonly [unknown, unknown];
   /** Input tokens a streamed chunk reports (the format reports the output tokens). */
   readonly inputTokens: (chunk: Chunk) => unknown;
+  /** The answering model a streamed chunk names. */
+  readonly responseModel: (chunk: Chunk) => unknown;
 }
 
 const CHAT: Api<ChatCompletionChunk> = {
@@ -229,6 +232,7 @@ const CHAT: Api<ChatCompletionChunk> = {
   },
   // With stream_options: { include_usage: true }: a last chunk with usage and no choices.
   inputTokens: (chunk) => chunk.usage?.prompt_tokens,
+  responseModel: (chunk) => chunk.model,
 };
 
 const RESPONSES: Api<ResponseEvent> = {
@@ -245,6 +249,8 @@ const RESPONSES: Api<ResponseEvent> = {
     event.type === "response.completed" || event.type === "response.incomplete"
       ? event.response?.usage?.input_tokens
       : undefined,
+  // response.created comes first, naming the model.
+  responseModel: (event) => event.response?.model,
 };
 
 const hasCreate = (value: unknown): boolean =>
@@ -363,6 +369,12 @@ function request(api: Api<unknown>, call: OpenAICall, ctx: CallContext) {
     throw new TypeError(`selfheal: the route's client has no ${api.path.join(".")}.${call.method}`);
   }
   const body = model === undefined ? call.params : { ...call.params, model };
+  // In the GenAI conventions' terms: the client's API, not the route's selfheal name.
+  const requestModel = model ?? call.params.model;
+  ctx.reportModel({
+    provider: genAiProvider(client),
+    ...(typeof requestModel === "string" && { requestModel }),
+  });
   return sent(
     call,
     Reflect.apply(method as (...a: unknown[]) => unknown, namespace, [
@@ -379,6 +391,7 @@ async function generateOnce<Chunk>(
   ctx: CallContext,
 ): Promise<unknown> {
   const answer = await request(api as Api<unknown>, call, ctx);
+  reportResponseModel(ctx, (answer as { model?: unknown } | null)?.model);
   const [input, output] = api.usage(answer);
   ctx.reportUsage({
     ...(typeof input === "number" && { inputTokens: input }),
@@ -398,8 +411,10 @@ async function streamOnce<Chunk>(
   return {
     [Symbol.asyncIterator]() {
       const source = stream[Symbol.asyncIterator]();
+      let model = false;
       const peek = (step: IteratorResult<Chunk>) => {
         if (!step.done) {
+          if (!model) model = reportResponseModel(ctx, api.responseModel(step.value));
           const input = api.inputTokens(step.value);
           if (typeof input === "number") ctx.reportUsage({ inputTokens: input });
         }
@@ -412,6 +427,19 @@ async function streamOnce<Chunk>(
       };
     },
   };
+}
+
+/** `gen_ai.provider.name` of a client: Azure OpenAI's (`AzureOpenAI`), else OpenAI's API. */
+function genAiProvider(client: OpenAIClient): string {
+  const name = (client as { constructor?: { name?: unknown } }).constructor?.name;
+  return name === "AzureOpenAI" ? GEN_AI_PROVIDERS.azureOpenai : GEN_AI_PROVIDERS.openai;
+}
+
+/** The model that answered, as the answer names it; whether it did. */
+function reportResponseModel(ctx: CallContext, model: unknown): boolean {
+  if (typeof model !== "string" || model === "") return false;
+  ctx.reportModel({ responseModel: model });
+  return true;
 }
 
 /** Empty: no choice with text that is not blank, a refusal, a tool call or audio. */

@@ -6,6 +6,7 @@
  * answer, a truncated one, failover to another client and to another model, withResponse(), and
  * the same client type back. selfheal runs on a VirtualClock that the tests advance.
  */
+import type { TracerProvider } from "@opentelemetry/api";
 import OpenAI7, { AzureOpenAI } from "openai";
 import OpenAI6 from "openai6";
 import { afterEach, describe, expect, expectTypeOf, it } from "vitest";
@@ -19,7 +20,7 @@ import {
 } from "../../src/index.js";
 import { startFakeProvider, VirtualClock, type FakeProvider } from "../../src/testing/index.js";
 import { eventually } from "../helpers/otlp.js";
-import { recordingMeters } from "../helpers/otel.js";
+import { recordingMeters, recordingProvider } from "../helpers/otel.js";
 
 const REPLY = "The answer is forty two.";
 const TOKENS = REPLY.split(" ").length;
@@ -64,13 +65,14 @@ async function server(): Promise<FakeProvider> {
   return provider;
 }
 
-function instance(recovery: RecoveryOptions = {}) {
+function instance(recovery: RecoveryOptions = {}, tracerProvider?: TracerProvider) {
   const clock = new VirtualClock();
   const meters = recordingMeters();
   const sh = createSelfHealing({
     agent: "openai-client",
     clock,
     meterProvider: meters.meterProvider,
+    ...(tracerProvider && { tracerProvider }),
     logger: { warn: () => undefined },
     recovery: { random: () => 0, deadlineMs: NEVER_MS, ...recovery },
   });
@@ -209,6 +211,33 @@ for (const [sdkName, SDK] of Object.entries(SDKS)) {
         await advanceUntil(clock, () => provider.requests === 3, "the failover");
         expect(api.text(await answer)).toBe(REPLY);
         expect(provider.bodies.map((b) => b.model)).toEqual(["gpt-big", "gpt-big", "gpt-small"]);
+      });
+
+      it("the call's span names the request in GenAI terms: the route that answered", async () => {
+        const provider = await server();
+        provider.injector.inject("http_503", { first: 2 });
+        const tracing = recordingProvider();
+        const { sh, clock } = instance(
+          { providers: [{ name: "big" }, { name: "small" }] },
+          tracing.provider,
+        );
+        const client = heal(sh, clientOf(SDK, provider), {
+          provider: "big",
+          fallback: { provider: "small", model: "gpt-small" },
+        });
+        const answer = api.ask(client, "gpt-big");
+        await advanceUntil(clock, () => provider.requests === 3, "the failover");
+        await answer;
+        const [span] = tracing.named("agent.tool_call");
+        expect(span?.attributes).toMatchObject({
+          "gen_ai.operation.name": "chat",
+          "gen_ai.provider.name": "openai",
+          "gen_ai.request.model": "gpt-small",
+          "gen_ai.response.model": "gpt-small",
+          "gen_ai.usage.input_tokens": PROMPT_TOKENS,
+          "gen_ai.usage.output_tokens": TOKENS,
+          "selfheal.call.outcome": "recovered",
+        });
       });
 
       it("keeps withResponse(): the answering attempt's response and request id", async () => {
