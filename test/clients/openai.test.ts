@@ -79,7 +79,9 @@ function instance(recovery: RecoveryOptions = {}, tracerProvider?: TracerProvide
   open.push(sh, { close: () => meters.shutdown() });
   const calls: ToolCallEvent[] = [];
   sh.on("tool-call", (e) => calls.push(e));
-  return { sh, clock, calls, meters };
+  const diagnosed: string[] = [];
+  sh.on("diagnosis", (e) => diagnosed.push(e.pattern));
+  return { sh, clock, calls, meters, diagnosed };
 }
 
 /**
@@ -126,9 +128,14 @@ for (const [sdkName, SDK] of Object.entries(SDKS)) {
       it("a 429 with Retry-After is exactly two requests: the SDK's retries are off", async () => {
         const provider = await server();
         provider.injector.inject("rate_limit", { first: 1 }, { retryAfterSeconds: 1 });
-        const { sh, clock, calls } = instance();
+        const { sh, clock, calls, diagnosed } = instance();
         const client = heal(sh, clientOf(SDK, provider));
         const answer = api.ask(client);
+        await eventually(() => diagnosed.length === 1, "the 429's diagnosis");
+        expect(diagnosed).toEqual(["RATE_LIMIT"]);
+        // Retry-After: 1 is honoured: nothing is sent again before the second has passed.
+        await clock.advance(900);
+        expect(provider.requests).toBe(1);
         await advanceUntil(clock, () => provider.requests === 2, "the retry");
         expect(api.text(await answer)).toBe(REPLY);
         expect(provider.requests).toBe(2);
