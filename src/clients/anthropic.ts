@@ -11,6 +11,7 @@
  * ```
  */
 import { SelfHealConfigError } from "../errors.js";
+import { GEN_AI_PROVIDERS } from "../telemetry/conventions.js";
 import type { CallContext, SelfHealing } from "../index.js";
 import {
   ANTHROPIC_FAIL_ON_FINISH,
@@ -150,9 +151,39 @@ function bodyOf(
   return model === undefined ? params : { ...params, model };
 }
 
+/**
+ * The route's `messages` and model; the request reported in the GenAI conventions' terms (the
+ * provider of the client's API, not the route's selfheal name).
+ */
 function messagesOfRoute(call: MessagesCall, ctx: CallContext) {
   const { client, model } = call.route(ctx.provider);
+  const requestModel = model ?? call.params?.model;
+  ctx.reportModel({
+    provider: genAiProvider(client),
+    ...(typeof requestModel === "string" && { requestModel }),
+  });
   return { messages: (client as unknown as { messages: Messages }).messages, model };
+}
+
+/**
+ * `gen_ai.provider.name` of a client: Anthropic's API, or the cloud that serves the Messages API
+ * to the Bedrock and Vertex clients (`@anthropic-ai/bedrock-sdk`, `@anthropic-ai/vertex-sdk`),
+ * told by their class names.
+ */
+function genAiProvider(client: AnthropicClient): string {
+  switch ((client as { constructor?: { name?: unknown } }).constructor?.name) {
+    case "AnthropicBedrock":
+      return GEN_AI_PROVIDERS.awsBedrock;
+    case "AnthropicVertex":
+      return GEN_AI_PROVIDERS.gcpVertexAi;
+    default:
+      return GEN_AI_PROVIDERS.anthropic;
+  }
+}
+
+/** The model that answered, as the answer names it. */
+function reportResponseModel(ctx: CallContext, model: unknown): void {
+  if (typeof model === "string") ctx.reportModel({ responseModel: model });
 }
 
 /** One plain attempt on the route selfheal picked. */
@@ -162,6 +193,7 @@ async function generateOnce(call: MessagesCall, ctx: CallContext): Promise<unkno
     call,
     messages.create(bodyOf(call.params, model), attemptOptions(call.options, ctx)),
   )) as Message | null;
+  reportResponseModel(ctx, message?.model);
   reportUsage(ctx, message?.usage);
   return message;
 }
@@ -181,8 +213,8 @@ async function streamOnce(
 }
 
 /**
- * The stream, its `message_start` read on the way for the input tokens (the format reports the
- * output tokens, from `message_delta`). The first event is `message_start`; after it the SDK's
+ * The stream, its `message_start` read on the way for the input tokens and the answering model
+ * (the format reports the output tokens, from `message_delta`). The first event is `message_start`; after it the SDK's
  * own iterator is called directly.
  */
 function reportingStart(
@@ -197,8 +229,10 @@ function reportingStart(
           const step = await source.next();
           iterator.next = () => source.next();
           if (!step.done && step.value.type === "message_start") {
+            const { message } = step.value;
+            reportResponseModel(ctx, message?.model);
             // Its output_tokens are the first few: message_delta's count is the answer's.
-            const input = inputTokens(step.value.message?.usage);
+            const input = inputTokens(message?.usage);
             if (input !== undefined) ctx.reportUsage({ inputTokens: input });
           }
           return step;

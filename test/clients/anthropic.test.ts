@@ -25,6 +25,11 @@ import {
   type ToolCallEvent,
 } from "../../src/index.js";
 import {
+  ATTR_GEN_AI_OPERATION_NAME,
+  ATTR_GEN_AI_PROVIDER_NAME,
+  ATTR_GEN_AI_REQUEST_MODEL,
+  ATTR_GEN_AI_REQUEST_STREAM,
+  ATTR_GEN_AI_RESPONSE_MODEL,
   ATTR_GEN_AI_USAGE_INPUT_TOKENS,
   ATTR_GEN_AI_USAGE_OUTPUT_TOKENS,
   SPAN_TOOL_CALL,
@@ -166,6 +171,10 @@ describe("healAnthropic: plain messages.create", () => {
     expect(s.calls.map((c) => [c.tool, c.outcome])).toEqual([["anthropic.messages", "success"]]);
     const [span] = s.otel.named(SPAN_TOOL_CALL);
     expect(span?.attributes).toMatchObject({
+      [ATTR_GEN_AI_OPERATION_NAME]: "chat",
+      [ATTR_GEN_AI_PROVIDER_NAME]: "anthropic",
+      [ATTR_GEN_AI_REQUEST_MODEL]: MODEL,
+      [ATTR_GEN_AI_RESPONSE_MODEL]: MODEL,
       [ATTR_GEN_AI_USAGE_INPUT_TOKENS]: 11,
       [ATTR_GEN_AI_USAGE_OUTPUT_TOKENS]: 3,
     });
@@ -278,6 +287,12 @@ describe("healAnthropic: plain messages.create", () => {
       "claude-haiku-4-5",
     ]);
     expect(s.calls.map((c) => c.outcome)).toEqual(["recovered"]);
+    // The call's span names the route that answered, by the conventions' provider name.
+    expect(s.otel.named(SPAN_TOOL_CALL)[0]?.attributes).toMatchObject({
+      [ATTR_GEN_AI_PROVIDER_NAME]: "anthropic",
+      [ATTR_GEN_AI_REQUEST_MODEL]: "claude-haiku-4-5",
+      [ATTR_GEN_AI_RESPONSE_MODEL]: "claude-haiku-4-5",
+    });
   });
 
   it("fails over to another client (another base URL) of the Messages API", async () => {
@@ -325,6 +340,9 @@ describe("healAnthropic: messages.create({ stream: true })", () => {
       ["anthropic.messages:stream", "success"],
     ]);
     expect(s.otel.named(SPAN_TOOL_CALL)[0]?.attributes).toMatchObject({
+      [ATTR_GEN_AI_REQUEST_STREAM]: true,
+      [ATTR_GEN_AI_REQUEST_MODEL]: MODEL,
+      [ATTR_GEN_AI_RESPONSE_MODEL]: MODEL,
       [ATTR_GEN_AI_USAGE_INPUT_TOKENS]: 21,
       [ATTR_GEN_AI_USAGE_OUTPUT_TOKENS]: 10,
     });
@@ -507,6 +525,28 @@ describe("healAnthropic: the client", () => {
     expect(s.client.baseURL).toBe(s.raw.baseURL);
     expect(s.client.messages.batches).toBe(s.raw.messages.batches);
     expect(s.client.models).toBe(s.raw.models);
+  });
+
+  it("names the provider of a Bedrock or Vertex client by the conventions (by its class)", async () => {
+    const server = await startAnthropicServer();
+    open.push(server);
+    const otel = recordingProvider();
+    const sh = createSelfHealing({
+      agent: "clouds",
+      tracerProvider: otel.provider,
+      logger: { warn: () => undefined },
+    });
+    open.push(sh);
+    // The Messages API behind another client class, as @anthropic-ai/bedrock-sdk's.
+    class AnthropicBedrock extends Anthropic {}
+    const bedrock = healAnthropic(
+      sh,
+      new AnthropicBedrock({ apiKey: "sk-ant-test", baseURL: server.url }),
+    );
+    await bedrock.messages.create(REQUEST);
+    expect(otel.named(SPAN_TOOL_CALL)[0]?.attributes).toMatchObject({
+      [ATTR_GEN_AI_PROVIDER_NAME]: "aws.bedrock",
+    });
   });
 
   it("healing it again returns it; another instance is refused", async () => {
