@@ -4,6 +4,7 @@
  * is a token, which carries the answer, the finish reason that completes the stream, and the
  * output tokens. Pure: no SDK is imported.
  */
+import { GEMINI_CONTENT_POLICY } from "../diagnosis/rules.js";
 import type { ChunkInfo, StreamFormat } from "../index.js";
 
 /** One part of a Gemini candidate's content, as far as selfheal reads it. */
@@ -33,7 +34,11 @@ export interface GeminiChunk {
   promptFeedback?: { blockReason?: string | undefined } | undefined;
   /** Running totals of the stream so far (each chunk carries them). */
   usageMetadata?:
-    | { candidatesTokenCount?: number | undefined; thoughtsTokenCount?: number | undefined }
+    | {
+        promptTokenCount?: number | undefined;
+        candidatesTokenCount?: number | undefined;
+        thoughtsTokenCount?: number | undefined;
+      }
     | undefined;
 }
 
@@ -87,7 +92,27 @@ function partInfo(part: GeminiPart): ChunkInfo | undefined {
   return part.thought === true || text.trim() === "" ? PROGRESS : ANSWER;
 }
 
-function outputTokensOf(usage: GeminiChunk["usageMetadata"]): number | undefined {
+/**
+ * Whether a whole Gemini answer (`generateContent`'s response) is empty: no candidate has text
+ * that is not blank and not thinking, a function call, code or data. An answer a content policy
+ * withheld (`promptFeedback.blockReason`, a SAFETY, PROHIBITED_CONTENT, ... finish) is not empty
+ * but the provider's verdict: asking again is withheld again.
+ */
+export function isEmptyGeminiAnswer(answer: GeminiChunk | null | undefined): boolean {
+  if (answer?.promptFeedback?.blockReason != null) return false;
+  const candidates = answer?.candidates;
+  if (!Array.isArray(candidates)) return true;
+  return !candidates.some(
+    (candidate: NonNullable<GeminiChunk["candidates"]>[number] | null | undefined) =>
+      partsInfo(candidate?.content?.parts) === ANSWER || withheld(candidate?.finishReason),
+  );
+}
+
+const withheld = (reason: string | null | undefined): boolean =>
+  typeof reason === "string" && GEMINI_CONTENT_POLICY.includes(reason.toLowerCase());
+
+/** Output tokens as billed: the answer's and the thinking's. */
+export function outputTokensOf(usage: GeminiChunk["usageMetadata"]): number | undefined {
   const answer = usage?.candidatesTokenCount;
   const thoughts = usage?.thoughtsTokenCount;
   if (answer == null && thoughts == null) return undefined;

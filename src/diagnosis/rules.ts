@@ -166,8 +166,8 @@ const QUOTA_NAMES = [
   "LinkedOrganizationBillingUnavailableError",
 ];
 
-/** Gemini's finish and block reasons that say a content policy withheld the answer. */
-const GEMINI_CONTENT_POLICY = [
+/** Gemini's finish and block reasons that say a content policy withheld the answer (lower case). */
+export const GEMINI_CONTENT_POLICY: readonly string[] = [
   "safety",
   "prohibited_content",
   "blocklist",

@@ -9,6 +9,7 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import {
   GEMINI_FAIL_ON_FINISH,
   geminiChunks,
+  isEmptyGeminiAnswer,
   type GeminiChunk,
 } from "../../src/clients/gemini-stream.js";
 import {
@@ -187,6 +188,32 @@ describe("geminiChunks.read", () => {
       expect(GEMINI_FAIL_ON_FINISH).toContain(reason);
     expect(GEMINI_FAIL_ON_FINISH).not.toContain("STOP");
     expect(GEMINI_FAIL_ON_FINISH).not.toContain("CONTINUATION");
+  });
+});
+
+describe("isEmptyGeminiAnswer (a whole generateContent answer)", () => {
+  const whole = (chunk: object) => chunk as GeminiChunk;
+  it("text, a function call or code is an answer; thinking or blank text alone is not", () => {
+    expect(isEmptyGeminiAnswer(whole(text("Blue.", { finishReason: "STOP" })))).toBe(false);
+    expect(isEmptyGeminiAnswer(TOOL_CALL[0])).toBe(false);
+    expect(isEmptyGeminiAnswer(THINKING[0])).toBe(true);
+    expect(isEmptyGeminiAnswer(whole(text(" \n", { finishReason: "STOP" })))).toBe(true);
+    expect(isEmptyGeminiAnswer(whole({ candidates: [] }))).toBe(true);
+    expect(isEmptyGeminiAnswer(undefined)).toBe(true);
+  });
+
+  it("any candidate's answer counts (candidateCount > 1)", () => {
+    const second = text("Yes.").candidates[0];
+    expect(isEmptyGeminiAnswer(whole({ candidates: [{ finishReason: "OTHER" }, second] }))).toBe(
+      false,
+    );
+  });
+
+  it("what a content policy withheld is the provider's verdict, not an empty answer", () => {
+    expect(isEmptyGeminiAnswer(PROMPT_BLOCKED[0])).toBe(false);
+    expect(isEmptyGeminiAnswer(SAFETY[0])).toBe(false);
+    // MAX_TOKENS spent on thinking: empty, another attempt (or model) may answer.
+    expect(isEmptyGeminiAnswer(whole({ candidates: [{ finishReason: "MAX_TOKENS" }] }))).toBe(true);
   });
 });
 
