@@ -21,6 +21,7 @@ import {
   type StreamFormat,
 } from "../../src/index.js";
 import { configError, virtualInstance } from "../helpers/engine.js";
+import { recordingProvider } from "../helpers/otel.js";
 
 interface Params {
   model: string;
@@ -181,6 +182,24 @@ describe("the healed client", () => {
       "http://a:small:",
     );
     expect([...new Set(seen)]).toEqual(["a", "b", "c"]); // the plan may retry a route first
+  });
+
+  it("spans: attach writes on an active GenAI span of the call's model, never on another", async () => {
+    const tracing = recordingProvider();
+    const { sh } = virtualInstance({ tracerProvider: tracing.provider });
+    const healed = healFake(sh, new FakeClient("http://a"), { spans: "attach" });
+    const tracer = tracing.provider.getTracer("test");
+    for (const name of ["chat m", "request"]) {
+      await tracer.startActiveSpan(name, async (span) => {
+        await healed.chat.completions.create({ model: "m" });
+        span.end();
+      });
+    }
+    const byName = (name: string) => tracing.spans().filter((s) => s.name === name);
+    // The model's own span took selfheal's attributes; the request span got a child instead.
+    expect(byName("chat m")[0]?.attributes).toMatchObject({ "selfheal.call.outcome": "success" });
+    expect(byName("request")[0]?.attributes["selfheal.call.outcome"]).toBeUndefined();
+    expect(byName("agent.tool_call")).toHaveLength(1);
   });
 
   it("heals the same client once: again with the same routes is the same client", () => {
