@@ -169,6 +169,8 @@ export interface AnthropicServer {
   readonly url: string;
   /** The requests received, in order. */
   readonly requests: Received[];
+  /** Requests whose connection closed before their answer ended (the client let go). */
+  readonly dropped: number;
   /** Scripts the answers of the next requests; the last one repeats. */
   answer(...answers: Answer[]): void;
   close(): Promise<void>;
@@ -178,8 +180,12 @@ export interface AnthropicServer {
 export async function startAnthropicServer(...answers: Answer[]): Promise<AnthropicServer> {
   let script: Answer[] = answers;
   let next = 0;
+  let dropped = 0;
   const requests: Received[] = [];
   const server = await startServer((req, res) => {
+    res.on("close", () => {
+      if (!res.writableFinished) dropped++;
+    });
     void (async () => {
       const text = await readBody(req);
       if (req.method !== "POST" || req.url?.split("?")[0] !== "/v1/messages") {
@@ -200,6 +206,9 @@ export async function startAnthropicServer(...answers: Answer[]): Promise<Anthro
   return {
     url: server.url,
     requests,
+    get dropped() {
+      return dropped;
+    },
     answer(...answers: Answer[]) {
       script = answers;
       next = 0;

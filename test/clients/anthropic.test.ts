@@ -518,6 +518,55 @@ describe("healAnthropic: messages.stream() (the SDK's MessageStream)", () => {
   });
 });
 
+describe("healAnthropic: the caller's own end", () => {
+  it("your signal ends a plain call: the SDK's APIUserAbortError, the request dropped, not sent again", async () => {
+    const s = await setup();
+    s.primary.answer({ kind: "hang" });
+    const controller = new AbortController();
+    const answer = s.client.messages.create(REQUEST, { signal: controller.signal });
+    await eventually(() => s.primary.requests.length === 1, "the request");
+    controller.abort();
+    expect(await thrown(answer)).toBeInstanceOf(Anthropic.APIUserAbortError);
+    await eventually(() => s.primary.dropped === 1, "the request's connection to close");
+    expect(s.primary.requests).toHaveLength(1);
+  });
+
+  it("a loop that breaks lets the stream's request go", async () => {
+    const s = await setup();
+    s.primary.answer({ kind: "stream", events: messageEvents(WORDS), stallAfter: FIVE_WORDS });
+    const stream = await s.client.messages.create({ ...REQUEST, stream: true });
+    for await (const event of stream) if (event.type === "content_block_delta") break;
+    await eventually(() => s.primary.dropped === 1, "the stream's connection to close");
+    expect(s.primary.requests).toHaveLength(1);
+  });
+
+  it("stream.controller.abort() ends the loop without an error, as the SDK's stream", async () => {
+    const s = await setup();
+    s.primary.answer({ kind: "stream", events: messageEvents(WORDS), stallAfter: FIVE_WORDS });
+    const stream = await s.client.messages.create({ ...REQUEST, stream: true });
+    let deltas = 0;
+    for await (const event of stream) {
+      // The fifth word is the last the server sends: abort while the loop waits for more.
+      if (event.type === "content_block_delta" && ++deltas === 5) stream.controller.abort();
+    }
+    expect(deltas).toBe(5);
+    await eventually(() => s.primary.dropped === 1, "the stream's connection to close");
+    expect(s.primary.requests).toHaveLength(1);
+  });
+
+  it("MessageStream.abort() ends the healed call: APIUserAbortError, the request dropped", async () => {
+    const s = await setup();
+    s.primary.answer({ kind: "stream", events: messageEvents(WORDS), stallAfter: FIVE_WORDS });
+    const stream = s.client.messages.stream(REQUEST);
+    stream.on("text", () => {
+      stream.abort();
+    });
+    expect(await thrown(stream.finalMessage())).toBeInstanceOf(Anthropic.APIUserAbortError);
+    await eventually(() => s.primary.dropped === 1, "the stream's connection to close");
+    expect(s.primary.requests).toHaveLength(1);
+  });
+});
+
 describe("healAnthropic: the client", () => {
   it("is the same client type, its other members untouched", async () => {
     const s = await setup();
