@@ -1,8 +1,9 @@
 /**
  * Streaming failover in real time: the streaming scenarios of the public failoverbench catalogue
- * (S07-S11, S14), restated against fake OpenAI-compatible servers on 127.0.0.1 that stream
- * Server-Sent Events (selfheal/testing's `startFakeProvider`, one server per route), played by
- * two clients side by side in one process, each scenario on fresh servers and a fresh client:
+ * (S07-S11, S14), restated against fake provider servers on 127.0.0.1 that stream Server-Sent
+ * Events (selfheal/testing's `startFakeProvider`, one server per route, speaking OpenAI Chat
+ * Completions and Anthropic Messages), played by six clients one after another in one process,
+ * each scenario on fresh servers and a fresh client:
  *
  *   selfheal   as the README's AI SDK section shows it: AI SDK 6 `streamText` over
  *              `@ai-sdk/openai-compatible`, the model healed by `healModel` with a fallback model
@@ -14,17 +15,33 @@
  *              finish_reason, a malformed event skipped, and on any failure the partial answer
  *              dropped and the whole request sent to the next route (never a prefill).
  *   plain      for comparison, the plain AI SDK: `streamText` on the primary alone, defaults.
+ *   healOpenAI     the `openai` SDK healed in one line (selfheal/openai): `new OpenAI({ baseURL })`
+ *              per route, `chat.completions.create({ stream: true })` read with `for await`, the
+ *              same limits, `afterFirstToken: "restart"` and the text dropped in `onRestart`.
+ *   healAnthropic  the same with `@anthropic-ai/sdk` (selfheal/anthropic):
+ *              `messages.create({ stream: true })`, text from `content_block_delta` events.
+ *   reference/anthropic  the reference on the Messages API (the healed Anthropic client's
+ *              yardstick): complete only with `message_delta`'s `stop_reason`.
+ *
+ * The stream faults are the same events on both wires (docs/testing.md, "Streams"): a late first
+ * token, a cut socket, a silence, an event cut mid-JSON among the text deltas, and no final event
+ * (`[DONE]`, `message_stop`) after the finish. Both SDKs throw on the malformed event, as they do
+ * against the real APIs, so their healed clients restart that answer on the fallback.
  *
  * Every answer is 60 tokens, one every 25 ms. A request passes when the text the consumer holds
  * at the end is the whole answer, exactly; the caller gives up at 45 s. Requests per route are
  * counted at the servers; times by the wall clock.
  *
- * Run: npm run bench:failover-stream   (writes bench/results/failover-stream.json; ~2 min)
+ * Run: npm run bench:failover-stream   (writes bench/results/failover-stream.json; ~4 min)
  */
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import Anthropic from "@anthropic-ai/sdk";
 import { streamText } from "ai";
+import OpenAI from "openai";
 import { createSelfHealing } from "../dist/index.js";
 import { healModel, isRestartPart } from "../dist/adapters/ai-sdk.js";
+import { healAnthropic } from "../dist/clients/anthropic.js";
+import { healOpenAI } from "../dist/clients/openai.js";
 import { startFakeProvider, type FakeProvider } from "../dist/testing/index.js";
 import { report } from "./harness.js";
 
@@ -38,6 +55,9 @@ const IDLE_MS = 10_000;
 const DEADLINE_MS = 45_000;
 /** Goal: selfheal's total time at most this many times the reference's. */
 const GOAL_RATIO = 1.2;
+/** Goal of the clients healed in one line (issue 43): at most this many times the reference's. */
+const CLIENT_GOAL_RATIO = 1.1;
+const MAX_TOKENS = 1024;
 
 type Route = "primary" | "fallback";
 const ROUTES: readonly Route[] = ["primary", "fallback"];
@@ -142,6 +162,84 @@ function selfhealClient(servers: Servers): Client {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The provider SDKs healed in one line, with the selfheal client's limits and mode. A restart
+// reaches the caller through `onRestart` (the loop reads the SDK's own event types only), so each
+// client keeps the text of its one request where `onRestart` can drop it.
+
+function benchInstance() {
+  return createSelfHealing({
+    agent: "failover-stream-bench",
+    recovery: { providers: ROUTES.map((name) => ({ name })) },
+  });
+}
+
+const LIMITS = {
+  provider: "primary",
+  firstTokenMs: FIRST_TOKEN_MS,
+  idleMs: IDLE_MS,
+  afterFirstToken: "restart",
+} as const;
+
+function healOpenAIClient(servers: Servers): Client {
+  const sh = benchInstance();
+  const sdk = (route: Route) => new OpenAI({ baseURL: servers[route].url, apiKey: "sk-fake" });
+  let text = "";
+  const openai = healOpenAI(sh, sdk("primary"), {
+    ...LIMITS,
+    fallback: { provider: "fallback", client: sdk("fallback"), model: "fallback-model" },
+    onRestart: () => {
+      text = "";
+    },
+  });
+  return {
+    async answer(prompt, signal) {
+      text = "";
+      const stream = await openai.chat.completions.create(
+        { model: "primary-model", stream: true, messages: [{ role: "user", content: prompt }] },
+        { signal },
+      );
+      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? "";
+      return text;
+    },
+    close: () => sh.close(),
+  };
+}
+
+function healAnthropicClient(servers: Servers): Client {
+  const sh = benchInstance();
+  const sdk = (route: Route) =>
+    new Anthropic({ baseURL: servers[route].origin, apiKey: "sk-fake" });
+  let text = "";
+  const anthropic = healAnthropic(sh, sdk("primary"), {
+    ...LIMITS,
+    fallback: { provider: "fallback", client: sdk("fallback"), model: "fallback-model" },
+    onRestart: () => {
+      text = "";
+    },
+  });
+  return {
+    async answer(prompt, signal) {
+      text = "";
+      const stream = await anthropic.messages.create(
+        {
+          model: "primary-model",
+          max_tokens: MAX_TOKENS,
+          stream: true,
+          messages: [{ role: "user", content: prompt }],
+        },
+        { signal },
+      );
+      for await (const event of stream) {
+        if (event.type === "content_block_delta" && event.delta.type === "text_delta")
+          text += event.delta.text;
+      }
+      return text;
+    },
+    close: () => sh.close(),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
 // The plain AI SDK, for comparison: the primary model alone, the SDK's defaults.
 
 function plainClient(servers: Servers): Client {
@@ -171,8 +269,65 @@ class StreamFailure extends Error {
   override readonly name = "StreamFailure";
 }
 
+/** A streaming API as the reference speaks it: where it posts, what, and how it reads an event. */
+interface Wire {
+  path: string;
+  headers: Record<string, string>;
+  body(model: string, prompt: string): unknown;
+  /** The text an event's data adds, and whether it carries the finish. */
+  read(data: unknown): { text: string; finish: boolean };
+}
+
+interface ChatChunk {
+  choices?: { delta?: { content?: string }; finish_reason?: string | null }[];
+}
+interface AnthropicEvent {
+  type?: string;
+  delta?: { type?: string; text?: string; stop_reason?: string | null };
+}
+
+const WIRES = {
+  chat: {
+    path: "/chat/completions",
+    headers: { authorization: "Bearer sk-fake" },
+    body: (model, prompt) => ({
+      model,
+      stream: true,
+      messages: [{ role: "user", content: prompt }],
+    }),
+    read(data) {
+      const choice = (data as ChatChunk).choices?.[0];
+      return { text: choice?.delta?.content ?? "", finish: !!choice?.finish_reason };
+    },
+  },
+  anthropic: {
+    path: "/messages",
+    headers: { "x-api-key": "sk-fake", "anthropic-version": "2023-06-01" },
+    body: (model, prompt) => ({
+      model,
+      max_tokens: MAX_TOKENS,
+      stream: true,
+      messages: [{ role: "user", content: prompt }],
+    }),
+    read(data) {
+      const event = data as AnthropicEvent;
+      const text =
+        event.type === "content_block_delta" && event.delta?.type === "text_delta"
+          ? (event.delta.text ?? "")
+          : "";
+      return { text, finish: event.type === "message_delta" && !!event.delta?.stop_reason };
+    },
+  },
+} satisfies Record<string, Wire>;
+
 /** One streamed attempt on one route: the whole answer, or a StreamFailure / network error. */
-async function streamOnce(url: string, model: string, prompt: string, caller: AbortSignal) {
+async function streamOnce(
+  wire: Wire,
+  url: string,
+  model: string,
+  prompt: string,
+  caller: AbortSignal,
+) {
   const controller = new AbortController();
   const onCaller = () => {
     controller.abort(caller.reason);
@@ -187,10 +342,10 @@ async function streamOnce(url: string, model: string, prompt: string, caller: Ab
   };
   arm(FIRST_TOKEN_MS, "no first token");
   try {
-    const res = await fetch(`${url}/chat/completions`, {
+    const res = await fetch(`${url}${wire.path}`, {
       method: "POST",
-      headers: { "content-type": "application/json", authorization: "Bearer sk-fake" },
-      body: JSON.stringify({ model, stream: true, messages: [{ role: "user", content: prompt }] }),
+      headers: { "content-type": "application/json", ...wire.headers },
+      body: JSON.stringify(wire.body(model, prompt)),
       signal: controller.signal,
     });
     if (!res.ok || !res.body) throw new StreamFailure(`HTTP ${res.status}`);
@@ -212,22 +367,21 @@ async function streamOnce(url: string, model: string, prompt: string, caller: Ab
           .map((line) => line.slice(5).trimStart())
           .join("\n");
         if (data === "" || data === "[DONE]") continue;
-        let chunk: { choices?: { delta?: { content?: string }; finish_reason?: string | null }[] };
+        let parsed: unknown;
         try {
-          chunk = JSON.parse(data) as typeof chunk;
+          parsed = JSON.parse(data);
         } catch {
           continue; // a malformed event: skipped
         }
-        const choice = chunk.choices?.[0];
-        const delta = choice?.delta?.content ?? "";
+        const { text: delta, finish } = wire.read(parsed);
         if (delta !== "") {
           text += delta;
           arm(IDLE_MS, "stalled");
         }
-        if (choice?.finish_reason) finished = true;
+        if (finish) finished = true;
       }
     }
-    if (!finished) throw new StreamFailure("cut: no finish_reason");
+    if (!finished) throw new StreamFailure("cut: no finish");
     return text;
   } catch (error) {
     throw controller.signal.aborted ? (controller.signal.reason ?? error) : error;
@@ -237,14 +391,14 @@ async function streamOnce(url: string, model: string, prompt: string, caller: Ab
   }
 }
 
-function referenceClient(servers: Servers): Client {
+function referenceClient(wire: Wire, servers: Servers): Client {
   return {
     async answer(prompt, signal) {
       let last: unknown;
       for (const route of ROUTES) {
         if (signal.aborted) break;
         try {
-          return await streamOnce(servers[route].url, `${route}-model`, prompt, signal);
+          return await streamOnce(wire, servers[route].url, `${route}-model`, prompt, signal);
         } catch (error) {
           last = error; // the partial answer is dropped; the whole request goes to the next route
         }
@@ -307,24 +461,52 @@ async function play(scenario: Scenario, name: string, make: (s: Servers) => Clie
   return row;
 }
 
+const CLIENTS = {
+  reference: (servers: Servers) => referenceClient(WIRES.chat, servers),
+  selfheal: selfhealClient,
+  "plain AI SDK": plainClient,
+  healOpenAI: healOpenAIClient,
+  healAnthropic: healAnthropicClient,
+  "reference/anthropic": (servers: Servers) => referenceClient(WIRES.anthropic, servers),
+} satisfies Record<string, (servers: Servers) => Client>;
+type ClientName = keyof typeof CLIENTS;
+
 const rows: Row[] = [];
 for (const scenario of SCENARIOS) {
-  rows.push(await play(scenario, "reference", referenceClient));
-  rows.push(await play(scenario, "selfheal", selfhealClient));
-  rows.push(await play(scenario, "plain AI SDK", plainClient));
+  for (const [name, make] of Object.entries(CLIENTS)) rows.push(await play(scenario, name, make));
 }
-const total = (client: string) =>
+const total = (client: ClientName) =>
   rows.filter((r) => r.client === client).reduce((sum, r) => sum + r.seconds, 0);
-const passes = (client: string) => rows.filter((r) => r.client === client && r.pass).length;
-const ratio = total("selfheal") / total("reference");
+const passes = (client: ClientName) => rows.filter((r) => r.client === client && r.pass).length;
+const seconds = (client: ClientName) => Math.round(total(client) * 10) / 10;
+const ratioTo = (client: ClientName, yardstick: ClientName) =>
+  Math.round((total(client) / total(yardstick)) * 100) / 100;
+const ratio = ratioTo("selfheal", "reference");
+const healed = {
+  healOpenAI: ratioTo("healOpenAI", "reference"),
+  healAnthropic: ratioTo("healAnthropic", "reference/anthropic"),
+};
 report("failover-stream", rows as unknown as Record<string, unknown>[], {
   selfhealPasses: `${passes("selfheal")}/${SCENARIOS.length}`,
   referencePasses: `${passes("reference")}/${SCENARIOS.length}`,
   plainAiSdkPasses: `${passes("plain AI SDK")}/${SCENARIOS.length}`,
-  selfhealSeconds: Math.round(total("selfheal") * 10) / 10,
-  referenceSeconds: Math.round(total("reference") * 10) / 10,
-  plainAiSdkSeconds: Math.round(total("plain AI SDK") * 10) / 10,
-  ratio: Math.round(ratio * 100) / 100,
+  selfhealSeconds: seconds("selfheal"),
+  referenceSeconds: seconds("reference"),
+  plainAiSdkSeconds: seconds("plain AI SDK"),
+  ratio,
   goal: `all ${SCENARIOS.length} pass, ratio <= ${GOAL_RATIO}`,
   met: passes("selfheal") === SCENARIOS.length && ratio <= GOAL_RATIO,
+  healOpenAIPasses: `${passes("healOpenAI")}/${SCENARIOS.length}`,
+  healAnthropicPasses: `${passes("healAnthropic")}/${SCENARIOS.length}`,
+  referenceAnthropicPasses: `${passes("reference/anthropic")}/${SCENARIOS.length}`,
+  healOpenAISeconds: seconds("healOpenAI"),
+  healAnthropicSeconds: seconds("healAnthropic"),
+  referenceAnthropicSeconds: seconds("reference/anthropic"),
+  "healOpenAI / reference": healed.healOpenAI,
+  "healAnthropic / reference/anthropic": healed.healAnthropic,
+  "healAnthropic / reference": ratioTo("healAnthropic", "reference"),
+  clientsGoal: `the healed clients pass what selfheal (AI SDK) passes, each within ${CLIENT_GOAL_RATIO}x its reference`,
+  clientsMet: (["healOpenAI", "healAnthropic"] as const).every(
+    (client) => passes(client) === passes("selfheal") && healed[client] <= CLIENT_GOAL_RATIO,
+  ),
 });

@@ -1,16 +1,29 @@
 /**
  * Failover in real time: the non-streaming scenarios of the public failoverbench catalogue,
- * restated against fake OpenAI-compatible servers on 127.0.0.1 (selfheal/testing's
- * `startFakeProvider`, one server per route), played by two clients side by side in one process,
- * each scenario on fresh servers and a fresh client:
+ * restated against fake provider servers on 127.0.0.1 (selfheal/testing's `startFakeProvider`,
+ * one server per route, speaking OpenAI Chat Completions and Anthropic Messages with each API's
+ * own error bodies and headers), played by five clients side by side in one process, each
+ * scenario on fresh servers and a fresh client:
  *
- *   selfheal   the built package's public API with README defaults: an `llm` tool with the
- *              routes "primary" and "fallback", 20 s per attempt, `HttpResponseError.from(res)`
- *              on a non-2xx response.
- *   reference  a plain client written below: fetch with an AbortController timeout per attempt,
- *              at most 3 attempts per request, Retry-After honoured up to 10 s, one same-route
- *              retry of a transient error then failover, no retry of a 4xx but 408/429, and a
- *              per-route breaker (3 consecutive failures, open 5 s, then one probe).
+ *   selfheal       the built package's public API with README defaults: an `llm` tool with the
+ *                  routes "primary" and "fallback", 20 s per attempt, `HttpResponseError.from(res)`
+ *                  on a non-2xx response (fetch, Chat Completions).
+ *   healOpenAI     the `openai` SDK healed in one line (selfheal/openai): `new OpenAI({ baseURL })`
+ *                  per route, the SDK's default retries left on (healing turns them off per
+ *                  attempt), the same routes and 20 s per attempt as `selfheal`.
+ *   healAnthropic  the same with `@anthropic-ai/sdk` (selfheal/anthropic), on the Messages API.
+ *   reference      a plain client written below: fetch with an AbortController timeout per attempt,
+ *                  at most 3 attempts per request, Retry-After honoured up to 10 s, one same-route
+ *                  retry of a transient error then failover, no retry of a 4xx but 408/429, and a
+ *                  per-route breaker (3 consecutive failures, open 5 s, then one probe); on Chat
+ *                  Completions.
+ *   reference/anthropic  the same client on the Messages API (the healed Anthropic client's
+ *                  yardstick: same scenarios, same wire).
+ *
+ * A scenario's faults are the injector's, served in each API's shapes (docs/testing.md, "Faults
+ * per API"): a 429 with Retry-After, 500, 503, a reset socket, a hang and the two 400s
+ * (Anthropic's `invalid_request_error` "prompt is too long" and "Output blocked by content
+ * filtering policy") are the same events on both wires.
  *
  * Every request has a caller deadline of 45 s (aborted past it, counted failed). Requests per
  * route and the route whose answer came back are counted at the servers (each answers with its
@@ -18,7 +31,11 @@
  *
  * Run: npm run bench:failover   (writes bench/results/failover.json; 2-3 minutes)
  */
+import Anthropic from "@anthropic-ai/sdk";
+import OpenAI from "openai";
 import { createSelfHealing, HttpResponseError } from "../dist/index.js";
+import { healAnthropic } from "../dist/clients/anthropic.js";
+import { healOpenAI } from "../dist/clients/openai.js";
 import { startFakeProvider, type FailureInjector } from "../dist/testing/index.js";
 import { report } from "./harness.js";
 
@@ -50,19 +67,58 @@ interface Client {
   close(): Promise<void>;
 }
 
-/** POST /v1/chat/completions, as both clients send it. */
-function post(urls: Urls, route: Route, prompt: string, signal: AbortSignal): Promise<Response> {
-  return fetch(`${urls[route]}/chat/completions`, {
+/** An HTTP API as the fetch clients speak it: where they post, what, and the answer's text. */
+interface Wire {
+  path: string;
+  headers: Record<string, string>;
+  body(model: string, prompt: string): unknown;
+  text(body: unknown): string;
+}
+
+const MAX_TOKENS = 1024;
+
+const WIRES = {
+  chat: {
+    path: "/chat/completions",
+    headers: { authorization: "Bearer sk-fake" },
+    body: (model, prompt) => ({ model, messages: [{ role: "user", content: prompt }] }),
+    text: (body) =>
+      (body as { choices?: { message?: { content?: string | null } }[] }).choices?.[0]?.message
+        ?.content ?? "",
+  },
+  anthropic: {
+    path: "/messages",
+    headers: { "x-api-key": "sk-fake", "anthropic-version": "2023-06-01" },
+    body: (model, prompt) => ({
+      model,
+      max_tokens: MAX_TOKENS,
+      messages: [{ role: "user", content: prompt }],
+    }),
+    text: (body) =>
+      ((body as { content?: { type: string; text?: string }[] }).content ?? [])
+        .map((block) => (block.type === "text" ? (block.text ?? "") : ""))
+        .join(""),
+  },
+} satisfies Record<string, Wire>;
+
+/** POST the request to the route's server, as the fetch clients send it. */
+function post(
+  wire: Wire,
+  urls: Urls,
+  route: Route,
+  prompt: string,
+  signal: AbortSignal,
+): Promise<Response> {
+  return fetch(`${urls[route]}${wire.path}`, {
     method: "POST",
-    headers: { "content-type": "application/json", authorization: "Bearer sk-fake" },
-    body: JSON.stringify({ model: MODEL[route], messages: [{ role: "user", content: prompt }] }),
+    headers: { "content-type": "application/json", ...wire.headers },
+    body: JSON.stringify(wire.body(MODEL[route], prompt)),
     signal,
   });
 }
 
-async function messageContent(res: Response): Promise<string> {
-  const body = (await res.json()) as { choices?: { message?: { content?: string | null } }[] };
-  return body.choices?.[0]?.message?.content ?? "";
+async function messageContent(wire: Wire, res: Response): Promise<string> {
+  return wire.text(await res.json());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -79,12 +135,69 @@ function selfhealClient(urls: Urls): Client {
     async (prompt: string, ctx) => {
       const route = ROUTES.find((r) => r === ctx.provider);
       if (route === undefined) throw new Error(`unknown provider ${String(ctx.provider)}`);
-      const res = await post(urls, route, prompt, ctx.signal);
+      const res = await post(WIRES.chat, urls, route, prompt, ctx.signal);
       if (!res.ok) throw await HttpResponseError.from(res);
-      return messageContent(res);
+      return messageContent(WIRES.chat, res);
     },
   );
   return { complete: (prompt, signal) => complete(prompt, { signal }), close: () => sh.close() };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The provider SDKs healed in one line (selfheal/openai, selfheal/anthropic), with the same
+// routes and attempt timeout as the selfheal client above; each SDK's own retries stay at their
+// default in the constructor: the healed call sends every attempt with `maxRetries: 0`.
+
+const benchInstance = () =>
+  createSelfHealing({
+    agent: "failover-bench",
+    recovery: { providers: ROUTES.map((name) => ({ name })) },
+  });
+
+function healOpenAIClient(urls: Urls): Client {
+  const sh = benchInstance();
+  const sdk = (route: Route) => new OpenAI({ baseURL: urls[route], apiKey: "sk-fake" });
+  const openai = healOpenAI(sh, sdk("primary"), {
+    provider: "primary",
+    fallback: { provider: "fallback", client: sdk("fallback"), model: MODEL.fallback },
+    timeoutMs: ATTEMPT_TIMEOUT_MS,
+  });
+  return {
+    async complete(prompt, signal) {
+      const completion = await openai.chat.completions.create(
+        { model: MODEL.primary, messages: [{ role: "user", content: prompt }] },
+        { signal },
+      );
+      return completion.choices[0]?.message.content ?? "";
+    },
+    close: () => sh.close(),
+  };
+}
+
+function healAnthropicClient(urls: Urls): Client {
+  const sh = benchInstance();
+  // The SDK appends /v1/messages to its base URL: the server's origin.
+  const sdk = (route: Route) =>
+    new Anthropic({ baseURL: new URL(urls[route]).origin, apiKey: "sk-fake" });
+  const anthropic = healAnthropic(sh, sdk("primary"), {
+    provider: "primary",
+    fallback: { provider: "fallback", client: sdk("fallback"), model: MODEL.fallback },
+    timeoutMs: ATTEMPT_TIMEOUT_MS,
+  });
+  return {
+    async complete(prompt, signal) {
+      const message = await anthropic.messages.create(
+        {
+          model: MODEL.primary,
+          max_tokens: MAX_TOKENS,
+          messages: [{ role: "user", content: prompt }],
+        },
+        { signal },
+      );
+      return message.content.map((block) => (block.type === "text" ? block.text : "")).join("");
+    },
+    close: () => sh.close(),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -167,7 +280,7 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-function referenceClient(urls: Urls): Client {
+function referenceClient(wire: Wire, urls: Urls): Client {
   const breakers: Record<Route, Breaker> = { primary: new Breaker(), fallback: new Breaker() };
 
   async function attempt(route: Route, prompt: string, signal: AbortSignal): Promise<string> {
@@ -181,7 +294,7 @@ function referenceClient(urls: Urls): Client {
     if (signal.aborted) onAbort();
     else signal.addEventListener("abort", onAbort, { once: true });
     try {
-      const res = await post(urls, route, prompt, controller.signal);
+      const res = await post(wire, urls, route, prompt, controller.signal);
       if (!res.ok) {
         let body: unknown;
         try {
@@ -191,7 +304,7 @@ function referenceClient(urls: Urls): Client {
         }
         throw new ApiError(res.status, res.headers, body);
       }
-      return await messageContent(res);
+      return await messageContent(wire, res);
     } catch (error) {
       const reason: unknown = controller.signal.reason;
       throw reason instanceof AttemptTimeoutError ? reason : error;
@@ -348,11 +461,22 @@ const SCENARIOS: Scenario[] = [
 // ---------------------------------------------------------------------------------------------
 // Playing a scenario.
 
-type ClientName = "selfheal" | "reference";
-const CLIENTS: Record<ClientName, (urls: Urls) => Client> = {
+const CLIENTS = {
   selfheal: selfhealClient,
-  reference: referenceClient,
+  healOpenAI: healOpenAIClient,
+  healAnthropic: healAnthropicClient,
+  reference: (urls: Urls) => referenceClient(WIRES.chat, urls),
+  "reference/anthropic": (urls: Urls) => referenceClient(WIRES.anthropic, urls),
+} satisfies Record<string, (urls: Urls) => Client>;
+type ClientName = keyof typeof CLIENTS;
+/** Whose time each client's is judged against: the reference on the same wire. */
+const YARDSTICK: Partial<Record<ClientName, ClientName>> = {
+  selfheal: "reference",
+  healOpenAI: "reference",
+  healAnthropic: "reference/anthropic",
 };
+/** Goal of the clients healed in one line: their total time at most this times the reference's. */
+const GOAL_RATIO = 1.1;
 
 interface RequestResult {
   /** When it was sent, s after the primary started. */
@@ -511,7 +635,7 @@ const rows: Row[] = [];
 const requests: { scenario: string; client: ClientName; requests: RequestResult[] }[] = [];
 const benchStart = performance.now();
 for (const scenario of SCENARIOS) {
-  // The two clients side by side, each on its own pair of servers.
+  // The clients side by side, each on its own pair of servers.
   const played = await Promise.all(
     CLIENT_NAMES.map(async (client) => ({ client, ...(await play(scenario, client)) })),
   );
@@ -525,7 +649,7 @@ for (const scenario of SCENARIOS) {
     rows.push(row);
     requests.push({ scenario: scenario.name, client: p.client, requests: p.results });
     console.log(
-      `${scenario.name.padEnd(40)} ${p.client.padEnd(9)} ${row.verdict.padEnd(8)} ${row.pass ? "pass" : "FAIL"}  ` +
+      `${scenario.name.padEnd(40)} ${p.client.padEnd(19)} ${row.verdict.padEnd(8)} ${row.pass ? "pass" : "FAIL"}  ` +
         `p/f reqs ${row["primary reqs"]}/${row["fallback reqs"]}  ${row["wall s"]} s  ${row.notes}`,
     );
   }
@@ -538,14 +662,25 @@ const totalS = (client: ClientName) =>
     of(client).reduce((sum, r) => sum + r["wall s"], 0),
     1,
   );
-const summary = {
-  "scenarios passed, selfheal": `${passed("selfheal")}/${SCENARIOS.length}`,
-  "scenarios passed, reference": `${passed("reference")}/${SCENARIOS.length}`,
-  "total s, selfheal": totalS("selfheal"),
-  "total s, reference": totalS("reference"),
-  "selfheal / reference (total s)": round(totalS("selfheal") / totalS("reference"), 2),
+const ratioTo = (client: ClientName, yardstick: ClientName) =>
+  round(totalS(client) / totalS(yardstick), 2);
+const summary: Record<string, string | number | boolean> = {};
+for (const client of CLIENT_NAMES) {
+  summary[`scenarios passed, ${client}`] = `${passed(client)}/${SCENARIOS.length}`;
+  summary[`total s, ${client}`] = totalS(client);
+  const yardstick = YARDSTICK[client];
+  if (yardstick) summary[`${client} / ${yardstick} (total s)`] = ratioTo(client, yardstick);
+}
+Object.assign(summary, {
+  "healAnthropic / reference (total s)": ratioTo("healAnthropic", "reference"),
+  goal: `the healed clients pass what selfheal passes, each within ${GOAL_RATIO}x its reference's total time`,
+  met: (["healOpenAI", "healAnthropic"] as const).every(
+    (client) =>
+      passed(client) === passed("selfheal") &&
+      ratioTo(client, YARDSTICK[client] ?? "reference") <= GOAL_RATIO,
+  ),
   "bench wall s": round((performance.now() - benchStart) / 1000, 1),
-};
+});
 report("failover", rows, summary, {
   settings: {
     attemptTimeoutMs: ATTEMPT_TIMEOUT_MS,
@@ -563,19 +698,22 @@ report("failover", rows, summary, {
   requests,
 });
 
-// The README's table: one line per scenario, both clients side by side.
+// docs/benchmarks.md's tables: one line per scenario, clients side by side.
 const cell = (r: Row | undefined) =>
   r
     ? `${r.verdict}${r.pass ? "" : " (FAIL)"} | ${r["primary reqs"]}/${r["fallback reqs"]} | ${r["wall s"]}`
     : "| |";
-console.log(
-  "\n| scenario | expected | selfheal | p/f requests | s | reference | p/f requests | s |",
-);
-console.log("| --- | --- | --- | --- | --- | --- | --- | --- |");
-for (const scenario of SCENARIOS) {
-  const find = (client: ClientName) =>
-    rows.find((row) => row.scenario === scenario.name && row.client === client);
-  console.log(
-    `| ${scenario.name} | ${scenario.expected} | ${cell(find("selfheal"))} | ${cell(find("reference"))} |`,
-  );
+for (const group of [
+  ["selfheal", "reference"],
+  ["healOpenAI", "healAnthropic", "reference/anthropic"],
+] as const) {
+  console.log(`\n| scenario | expected | ${group.map((c) => `${c} | p/f | s`).join(" | ")} |`);
+  console.log(`| --- | --- | ${group.map(() => "--- | --- | ---").join(" | ")} |`);
+  for (const scenario of SCENARIOS) {
+    const find = (client: ClientName) =>
+      rows.find((row) => row.scenario === scenario.name && row.client === client);
+    console.log(
+      `| ${scenario.name} | ${scenario.expected} | ${group.map((c) => cell(find(c))).join(" | ")} |`,
+    );
+  }
 }
