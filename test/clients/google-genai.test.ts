@@ -276,6 +276,24 @@ for (const sdk of SDKS) {
       });
     }
 
+    it("a 400 FAILED_PRECONDITION is BAD_REQUEST: the SDK's ApiError, one request", async () => {
+      const server = await startReplyServer([
+        {
+          status: 400,
+          body: googleError(
+            400,
+            "FAILED_PRECONDITION",
+            "User location is not supported for the API use.",
+          ),
+        },
+      ]);
+      const s = await setup({}, { baseUrl: server.url });
+      const error = await thrown(s.ai.models.generateContent(REQUEST));
+      expect(error).toMatchObject({ name: "ApiError", status: 400 });
+      expect(server.paths).toHaveLength(1);
+      expect(s.diagnoses.map((d) => [d.pattern, d.rule])).toEqual([["BAD_REQUEST", "http-400"]]);
+    });
+
     it("a bad API key (400 API_KEY_INVALID) is AUTH: one request", async () => {
       const s = await setup();
       s.primary.injector.inject("auth", { first: 1 });
