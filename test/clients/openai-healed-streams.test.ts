@@ -311,6 +311,16 @@ for (const [sdkName, SDK] of Object.entries(SDKS)) {
         expect(calls.map((c) => [c.tool, c.outcome])).toEqual([[tool, "recovered"]]);
       });
 
+      it("the SDK's stream() helper refuses restart: it cannot start its answer again", async () => {
+        const provider = await server();
+        const { sh } = instance();
+        const client = heal(sh, clientOf(SDK, provider), { afterFirstToken: "restart" });
+        await expect(api.helper(client)).rejects.toMatchObject({
+          field: "healOpenAI.options.afterFirstToken",
+        });
+        expect(provider.requests).toBe(0);
+      });
+
       it("stream.controller.abort() ends the call and the stream, without an error", async () => {
         const provider = await server();
         provider.injector.inject(
