@@ -12,7 +12,15 @@
  * Run: npm run bench:overhead [-- --rounds 5 --calls 200000]   (writes bench/results/overhead.json)
  */
 import { execFileSync, spawnSync } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync } from "node:fs";
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -42,8 +50,16 @@ function scratchProject(): string {
   mkdirSync(modules);
   execFileSync("tar", ["-xzf", join(dir, packed[0]?.filename ?? ""), "-C", dir]);
   renameSync(join(dir, "package"), join(modules, "selfheal"));
-  for (const peer of ["@opentelemetry", "cockatiel"])
-    symlinkSync(join(root, "node_modules", peer), join(modules, peer));
+  // The package's dependencies (as npm would install them) and what the candidates import.
+  const { dependencies = {} } = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
+    dependencies?: Record<string, string>;
+  };
+  const imported = ["@opentelemetry/sdk-trace-node", "@opentelemetry/sdk-trace-base", "cockatiel"];
+  // A scope is linked whole.
+  const linked = new Set(
+    [...Object.keys(dependencies), ...imported].map((n) => n.split("/")[0] ?? n),
+  );
+  for (const name of linked) symlinkSync(join(root, "node_modules", name), join(modules, name));
   copyFileSync(join(root, "bench/overhead/candidate.mjs"), join(dir, "candidate.mjs"));
   return dir;
 }
