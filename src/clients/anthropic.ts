@@ -152,17 +152,40 @@ function bodyOf(
 }
 
 /**
- * The route's `messages` and model; the request reported in the GenAI conventions' terms (the
- * provider of the client's API, not the route's selfheal name).
+ * Sends one attempt's request on the route selfheal picked (its request reported in the GenAI
+ * conventions' terms: the provider of the client's API, not the route's selfheal name).
  */
-function messagesOfRoute(call: MessagesCall, ctx: CallContext) {
+async function send(call: MessagesCall, ctx: CallContext): Promise<unknown> {
   const { client, model } = call.route(ctx.provider);
-  const requestModel = model ?? call.params?.model;
+  const body = bodyOf(call.params, model);
+  const requestModel = body?.model;
   ctx.reportModel({
     provider: genAiProvider(client),
     ...(typeof requestModel === "string" && { requestModel }),
   });
-  return { messages: (client as unknown as { messages: Messages }).messages, model };
+  const { messages } = client as unknown as { messages: Messages };
+  const options = attemptOptions(call.options, ctx);
+  try {
+    return await sent(call, messages.create(body, options));
+  } catch (error) {
+    if (!refreshedToken(client, error)) throw error;
+    // The SDK's one retry with a fresh token, which maxRetries: 0 turned off: no selfheal retry
+    // (a 401 is AUTH, escalated) would send it, and the token is all that was wrong.
+    return await sent(call, messages.create(body, options));
+  }
+}
+
+/**
+ * Whether `error` is a 401 to a client that signs with an access token from its credentials
+ * (no API key): the SDK then drops the cached token, and its next request mints a fresh one.
+ */
+function refreshedToken(client: AnthropicClient, error: unknown): boolean {
+  const { credentials, apiKey } = client as { credentials?: unknown; apiKey?: unknown };
+  return (
+    (error as { status?: unknown } | null)?.status === 401 &&
+    typeof credentials === "function" &&
+    (apiKey === null || apiKey === undefined)
+  );
 }
 
 /**
@@ -188,11 +211,7 @@ function reportResponseModel(ctx: CallContext, model: unknown): void {
 
 /** One plain attempt on the route selfheal picked. */
 async function generateOnce(call: MessagesCall, ctx: CallContext): Promise<unknown> {
-  const { messages, model } = messagesOfRoute(call, ctx);
-  const message = (await sent(
-    call,
-    messages.create(bodyOf(call.params, model), attemptOptions(call.options, ctx)),
-  )) as Message | null;
+  const message = (await send(call, ctx)) as Message | null;
   reportResponseModel(ctx, message?.model);
   reportUsage(ctx, message?.usage);
   return message;
@@ -203,11 +222,7 @@ async function streamOnce(
   call: MessagesCall,
   ctx: CallContext,
 ): Promise<AsyncIterable<AnthropicMessageEvent>> {
-  const { messages, model } = messagesOfRoute(call, ctx);
-  const stream = (await sent(
-    call,
-    messages.create(bodyOf(call.params, model), attemptOptions(call.options, ctx)),
-  )) as AsyncIterable<AnthropicMessageEvent>;
+  const stream = (await send(call, ctx)) as AsyncIterable<AnthropicMessageEvent>;
   call.opened = stream;
   return reportingStart(stream, ctx);
 }

@@ -242,6 +242,34 @@ describe("healAnthropic: plain messages.create", () => {
     expect(s.calls.map((c) => c.outcome)).toEqual(["error"]);
   });
 
+  it("a 401 to a client signing with access tokens is sent once more with a fresh one, as the SDK does", async () => {
+    const s = await setup();
+    // An access token provider (credentials), as OAuth and workload identity give: a 401 makes
+    // the SDK drop the cached token and ask for a fresh one.
+    const credentials = (opts?: { forceRefresh?: boolean }) =>
+      Promise.resolve({ token: opts?.forceRefresh ? "fresh" : "stale", expiresAt: null });
+    const tokens = new Anthropic({ apiKey: null, credentials, baseURL: s.primary.url });
+    const client = healAnthropic(s.sh, tokens, { name: "tokens" });
+    s.primary.answer(
+      { kind: "error", status: 401, type: "authentication_error" },
+      { kind: "message", message: message("Signed in.") },
+    );
+    expect((await client.messages.create(REQUEST)).content[0]).toMatchObject({
+      text: "Signed in.",
+    });
+    expect(s.primary.requests.map((r) => r.headers.authorization)).toEqual([
+      "Bearer stale",
+      "Bearer fresh",
+    ]);
+    expect(s.calls.map((c) => c.outcome)).toEqual(["success"]);
+    // A token refused again is AUTH: one fresh token per call, as the SDK, then escalated.
+    s.primary.answer({ kind: "error", status: 401, type: "authentication_error" });
+    expect(isHumanEscalationRequiredError(await thrown(client.messages.create(REQUEST)))).toBe(
+      true,
+    );
+    expect(s.primary.requests).toHaveLength(4);
+  });
+
   it("an empty answer (thinking only) is EMPTY_LLM_RESPONSE, asked again", async () => {
     const s = await setup();
     s.primary.answer(
@@ -463,6 +491,18 @@ describe("healAnthropic: messages.create({ stream: true })", () => {
       text: TEXT,
       error: undefined,
     });
+  });
+
+  it("stop_reason refusal is CONTENT_POLICY: never asked again, nothing shown under buffer", async () => {
+    const s = await setup({ afterFirstToken: "buffer" });
+    s.primary.answer({ kind: "stream", events: messageEvents(WORDS, { stopReason: "refusal" }) });
+    const error = await thrown(s.client.messages.create({ ...REQUEST, stream: true }));
+    expect(isStreamTruncatedError(error)).toBe(true);
+    expect(error).toMatchObject({ type: "refusal" });
+    expect(s.diagnoses.map((d) => [d.pattern, d.rule])).toEqual([
+      ["CONTENT_POLICY", "stream-content-filter"],
+    ]);
+    expect(s.primary.requests).toHaveLength(1);
   });
 
   it("buffer: a cut stream is asked again; only the whole answer is seen", async () => {
