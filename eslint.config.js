@@ -27,8 +27,9 @@ export default tseslint.config(
     },
   },
   {
-    // Plain JS the benchmarks run in a scratch project (outside tsconfig): linted without types.
-    files: ["eslint.config.js", "bench/**/*.mjs"],
+    // Plain JS the benchmarks and the package test run in a scratch project (outside tsconfig):
+    // linted without types.
+    files: ["eslint.config.js", "bench/**/*.mjs", "test/package/clients/*.mjs"],
     extends: [tseslint.configs.disableTypeChecked],
   },
 );

@@ -5,19 +5,32 @@
  * and running the README's quick start against a local HTTP server. Then every ```ts snippet of
  * the documentation (README.md, CONTRIBUTING.md, docs/) is type-checked (`strict`) in an ESM and a
  * CommonJS project that install the tarball with the frameworks of `FRAMEWORKS` (./snippets.ts),
- * once per version listed there; which snippet is checked as which kind: ./snippets.ts.
+ * once per version listed there; which snippet is checked as which kind: ./snippets.ts. The first
+ * of these projects (the provider SDKs installed with the tarball) also runs the README's one-line
+ * client and drives each healed client through a provider's faults (./clients.ts).
  * Installing needs the npm registry (for `@opentelemetry/api`): without it the suite is skipped
  * with a notice locally and fails under `CI=true`.
  */
 import { execFile, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
+import ts from "typescript";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startFakeProvider } from "../../src/testing/index.js";
 import { doc } from "../helpers/readme.js";
+import { CLIENT_SCRIPTS, expected, RUNS, type ScenarioResult } from "./clients.js";
 import {
   checkedAs,
   docBlocks,
@@ -42,19 +55,32 @@ let docsUrl = "";
 let unavailable: string | undefined;
 const seen: string[] = [];
 
-async function sh(cmd: string, args: string[], cwd: string, timeout = 60_000) {
-  return run(cmd, args, { cwd, timeout, env: { ...process.env, DOCS_URL: docsUrl } });
+async function sh(
+  cmd: string,
+  args: string[],
+  cwd: string,
+  timeout = 60_000,
+  env: Record<string, string> = {},
+) {
+  return run(cmd, args, { cwd, timeout, env: { ...process.env, DOCS_URL: docsUrl, ...env } });
 }
 
-/** The README's quick start, split into its import lines and its body. */
-function quickStart(): { imports: string; body: string } {
-  const lines = doc("README.md").block("Quick start").split("\n");
+/**
+ * A ts block of the README's quick start (1: the one-line client, 2: the tools), split into its
+ * import lines and its body.
+ */
+function quickStart(index: 1 | 2): { imports: string; body: string } {
+  const block = doc("README.md")
+    .blocks("ts")
+    .find((b) => b.heading === "Quick start" && b.index === index);
+  if (!block) throw new Error(`README.md: no ts block #${index} under "Quick start"`);
+  const lines = block.code.split("\n");
   const imports = lines.filter((l) => l.startsWith("import "));
   const body = lines.filter((l) => !l.startsWith("import "));
   return { imports: imports.join("\n"), body: body.join("\n") };
 }
 
-/** What the quick start leaves to the reader: its docs URL and payments client. */
+/** What the quick start's tools leave to the reader: its docs URL and payments client. */
 const PRELUDE = `
 const DOCS_URL = process.env.DOCS_URL ?? "";
 const payments = {
@@ -95,6 +121,10 @@ let tarball = "";
 
 /** The npm install of each round of FRAMEWORKS, started as soon as the tarball is packed. */
 const roundInstalls = new Map<number, Promise<{ dir: string } | { error: unknown }>>();
+
+/** The results of each script of ./clients/ (by file), run in round 0's project. */
+const clientRuns = new Map<string, Promise<ScenarioResult[]>>();
+const CLIENTS = join(ROOT, "test/package/clients");
 
 /** A directory of its own (own node_modules) with the tarball and `specs` installed. */
 async function installRound(round: Round): Promise<string> {
@@ -147,6 +177,22 @@ beforeAll(async () => {
     );
     roundInstalls.set(round.index, install);
   }
+  // The client scripts run, all at once, as soon as round 0 (the tarball and the SDKs) is in.
+  const clientsDir = roundInstalls.get(0)?.then((installed) => {
+    if ("error" in installed) throw installed.error;
+    const dir = join(installed.dir, "clients");
+    mkdirSync(dir, { recursive: true });
+    for (const file of readdirSync(CLIENTS)) copyFileSync(join(CLIENTS, file), join(dir, file));
+    return dir;
+  });
+  for (const { file } of CLIENT_SCRIPTS) {
+    const results = clientsDir?.then(async (dir) => {
+      const { stdout } = await sh(process.execPath, [file], dir, 240_000);
+      return JSON.parse(stdout.trim().split("\n").at(-1) ?? "") as ScenarioResult[];
+    });
+    results?.catch(() => undefined); // its test reports the failure
+    if (results) clientRuns.set(file, results);
+  }
 
   // One install, shared: node_modules at the root of `work` serves every project below it.
   writeFileSync(join(work, "package.json"), JSON.stringify({ name: "scratch", private: true }));
@@ -171,6 +217,7 @@ beforeAll(async () => {
 afterAll(async () => {
   server?.close();
   await Promise.all(roundInstalls.values()); // never rejects; an install still running is waited
+  await Promise.allSettled(clientRuns.values());
   if (!work) return;
   // The frameworks' node_modules are some 30 000 files: a detached process deletes them, so the
   // suite does not wait on it (up to a minute on a loaded machine).
@@ -201,7 +248,7 @@ describe("the packed tarball", () => {
 describe("installed into scratch projects", () => {
   it("CommonJS: require() of every entry, the quick start type-checks and runs (Node >= 20.19)", async (ctx) => {
     if (unavailable) ctx.skip(unavailable);
-    const { imports, body } = quickStart();
+    const { imports, body } = quickStart(2);
     const dir = project("cjs", "commonjs", {
       "tsconfig.json": TSCONFIG("nodenext"),
       "quickstart.ts": `${imports}\n${PRELUDE}\nasync function main() {\n${body}\n  await sh.close();\n}\nvoid main();\n`,
@@ -213,13 +260,14 @@ const otel = require("selfheal/otel");
 const redis = require("selfheal/redis");
 const watchdog = require("selfheal/watchdog");
 const openai = require("selfheal/openai");
-console.log([typeof core.createSelfHealing, typeof testing.FailureInjector, typeof notify.slackNotifier, typeof otel.startTelemetry, typeof redis.redisStore, typeof watchdog.heartbeat, typeof openai.sseChunks].join(" "));
+const anthropic = require("selfheal/anthropic");
+const genai = require("selfheal/google-genai");
+console.log([typeof core.createSelfHealing, typeof testing.FailureInjector, typeof notify.slackNotifier, typeof otel.startTelemetry, typeof redis.redisStore, typeof watchdog.heartbeat, typeof openai.sseChunks, typeof openai.healOpenAI, typeof anthropic.healAnthropic, typeof genai.healGoogleGenAI].join(" "));
 `,
     });
+    // No SDK is installed here: the client entries load without their optional peers.
     const required = await sh(process.execPath, ["require.js"], dir);
-    expect(required.stdout.trim()).toBe(
-      "function function function function function function function",
-    );
+    expect(required.stdout.trim()).toBe(Array(10).fill("function").join(" "));
     await sh(process.execPath, [TSC, "-p", "."], dir);
     expect(readFileSync(join(dir, "out/quickstart.js"), "utf8")).toContain('require("selfheal")');
     const { stdout } = await sh(process.execPath, ["out/quickstart.js"], dir, 20_000);
@@ -229,7 +277,7 @@ console.log([typeof core.createSelfHealing, typeof testing.FailureInjector, type
 
   it("ESM TypeScript (nodenext): the quick start type-checks and runs", async (ctx) => {
     if (unavailable) ctx.skip(unavailable);
-    const { imports, body } = quickStart();
+    const { imports, body } = quickStart(2);
     const dir = project("esm", "module", {
       "tsconfig.json": TSCONFIG("nodenext"),
       "quickstart.ts": `${imports}\n${PRELUDE}\n${body}\nawait sh.close();\n`,
@@ -281,6 +329,50 @@ try {
       /npm i @opentelemetry\/sdk-trace-node .*@opentelemetry\/exporter-prometheus/,
     );
   }, 30_000);
+});
+
+/** Round 0's project: the tarball with the first version of every framework and SDK. */
+async function roundZero(): Promise<string> {
+  const installed = await roundInstalls.get(0);
+  if (!installed) throw new Error("round 0 was not installed");
+  if ("error" in installed) throw installed.error;
+  return installed.dir;
+}
+
+describe("the provider clients healed in one line, with their SDKs (round 0's project)", () => {
+  it("the quick start's one-line client heals a 429 from a fake provider (OPENAI_BASE_URL)", async (ctx) => {
+    if (unavailable) ctx.skip(unavailable);
+    const dir = await roundZero();
+    const { imports, body } = quickStart(1);
+    // Type-checked with the snippets; run here as the JavaScript a user's build makes of it.
+    const { outputText } = ts.transpileModule(`${imports}\n${body}\nawait sh.close();\n`, {
+      compilerOptions: { module: ts.ModuleKind.ES2022, target: ts.ScriptTarget.ES2022 },
+    });
+    writeFileSync(join(dir, "quickstart-client.mjs"), outputText);
+    const provider = await startFakeProvider({ tokenIntervalMs: 0 });
+    try {
+      provider.injector.inject("rate_limit", { first: 1 }, { retryAfterSeconds: 1 });
+      const env = { OPENAI_BASE_URL: provider.url, OPENAI_API_KEY: "sk-test" };
+      const { stdout } = await sh(process.execPath, ["quickstart-client.mjs"], dir, 60_000, env);
+      expect(stdout.trim()).toBe("Hello from the fake provider.");
+      // The 429 and selfheal's one retry: the SDK's own retries are off.
+      expect(provider.byApi.responses.requests).toBe(2);
+    } finally {
+      await provider.close();
+    }
+  }, 300_000);
+
+  // Each client's scenarios (./clients/harness.mjs) against what the docs promise (./clients.ts).
+  for (const script of CLIENT_SCRIPTS) {
+    it(`${script.tool}: 429, 5xx, 401, cut, stalled and truncated answers, plain and streamed`, async (ctx) => {
+      if (unavailable) ctx.skip(unavailable);
+      const results = await clientRuns.get(script.file);
+      if (!results) throw new Error(`${script.file} did not run`);
+      expect(results.map((r) => `${r.scenario}/${r.mode}`)).toEqual(RUNS);
+      // One assertion over every run: a failure shows each scenario that differs.
+      expect(results).toMatchObject(results.map((r) => expected(script, r) ?? { unknown: r }));
+    }, 300_000);
+  }
 });
 
 /** A project of one kind in `dir` (below a round's install): the snippets as files, strict. */

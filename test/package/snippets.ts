@@ -24,7 +24,11 @@ export const FRAMEWORKS: readonly { name: string; versions: readonly string[] }[
   { name: "@modelcontextprotocol/sdk", versions: ["1.32.2"] },
   { name: "@openai/agents", versions: ["0.20.0"] },
   { name: "@mastra/core", versions: ["1.71.0"] },
-  { name: "openai", versions: ["6.49.0"] },
+  // The provider SDKs healed in one line: each major of their peer ranges that this repository
+  // tests (@anthropic-ai/sdk has one).
+  { name: "openai", versions: ["7.60.0", "6.49.0"] },
+  { name: "@anthropic-ai/sdk", versions: ["1.17.0"] },
+  { name: "@google/genai", versions: ["3.6.1", "2.32.0"] },
   { name: "zod", versions: ["4.6.7"] },
   { name: "ioredis", versions: ["6.0.0"] },
   // selfheal/otel's declarations name types of these two optional peers.
@@ -52,7 +56,7 @@ export interface Prelude {
  * the reader. A block without an entry needs nothing; an entry must name a block.
  */
 export const PRELUDES: Readonly<Record<string, Prelude>> = {
-  "README.md: Quick start #1": {
+  "README.md: Quick start #2": {
     declarations: `
 declare const DOCS_URL: string;
 declare const payments: {
