@@ -355,9 +355,13 @@ export class StreamTruncatedError extends SelfHealError {
     options?: { cause: unknown },
   ) {
     super(
-      type === "cut"
-        ? `selfheal: stream "${named(tool)}" ended without its terminal signal after ${progress.chunks} chunks`
-        : `selfheal: stream "${named(tool)}" finished with reason "${named(type)}" after ${progress.chunks} chunks`,
+      type !== "cut"
+        ? `selfheal: stream "${named(tool)}" finished with reason "${named(type)}" after ${progress.chunks} chunks`
+        : options === undefined
+          ? `selfheal: stream "${named(tool)}" ended without its terminal signal after ${progress.chunks} chunks`
+          : // The source threw mid-answer (a cut socket, the provider's error event): say so, not
+            // that it ended quietly; what it threw is the cause.
+            `selfheal: stream "${named(tool)}" broke after ${progress.chunks} chunks: its source threw (see cause)`,
       options,
     );
   }

@@ -143,6 +143,13 @@ const KINDS: Kind[] = [
     message: (n) => `selfheal: stream "${n}" ended without its terminal signal after 4 chunks`,
   },
   {
+    make: (n) => new StreamTruncatedError(n, "cut", progress(4), { cause }),
+    name: "StreamTruncatedError",
+    code: "SELFHEAL_STREAM_TRUNCATED",
+    guard: isStreamTruncatedError,
+    message: (n) => `selfheal: stream "${n}" broke after 4 chunks: its source threw (see cause)`,
+  },
+  {
     make: (n) => new StreamInterruptedError(n, 12, { cause }),
     name: "StreamInterruptedError",
     code: "SELFHEAL_STREAM_INTERRUPTED",
