@@ -118,7 +118,7 @@ function mockModel(provider: string, modelId: string, script: Turn[]) {
 function facts(span: ReadableSpan): string {
   const a = span.attributes;
   const shown: [string, unknown][] = [
-    ["tool", a["selfheal.tool.name"]],
+    ["tool", a["gen_ai.tool.name"] ?? a["selfheal.tool.name"]],
     ["outcome", a["selfheal.call.outcome"]],
     ["pattern", a["selfheal.diagnosis.pattern"]],
     ["strategy", a["selfheal.recovery.strategy"]],

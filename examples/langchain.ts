@@ -34,7 +34,7 @@ const printer: SpanExporter = {
         console.log(`    span ${s.name} ${String(detail)}`.trimEnd());
       } else {
         console.log(
-          `span ${s.name}  tool=${String(a["selfheal.tool.name"])} outcome=${String(a["selfheal.call.outcome"])}`,
+          `span ${s.name}  tool=${String(a["gen_ai.tool.name"] ?? a["selfheal.tool.name"])} outcome=${String(a["selfheal.call.outcome"])}`,
         );
       }
     }

@@ -36,7 +36,7 @@ const printer: SpanExporter = {
       const a = s.attributes;
       const call =
         s.name === "agent.tool_call"
-          ? `  tool=${String(a["selfheal.tool.name"])} outcome=${String(a["selfheal.call.outcome"])}`
+          ? `  tool=${String(a["gen_ai.tool.name"] ?? a["selfheal.tool.name"])} outcome=${String(a["selfheal.call.outcome"])}`
           : "";
       const value = (v: unknown) => String(typeof v === "number" ? Math.round(v) : v);
       const shown = SHOWN.filter((k) => a[k] !== undefined).map((k) => `${k}=${value(a[k])}`);

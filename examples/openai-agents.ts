@@ -39,7 +39,7 @@ const printer: SpanExporter = {
       const a = s.attributes;
       const depth = s.parentSpanContext ? "    " : "";
       console.log(
-        `${depth}span ${s.name}  tool=${String(a["selfheal.tool.name"] ?? "")} outcome=${String(a["selfheal.call.outcome"] ?? "-")}`,
+        `${depth}span ${s.name}  tool=${String(a["gen_ai.tool.name"] ?? a["selfheal.tool.name"] ?? "")} outcome=${String(a["selfheal.call.outcome"] ?? "-")}`,
       );
     }
     done({ code: ExportResultCode.SUCCESS });

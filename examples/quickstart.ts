@@ -23,7 +23,7 @@ const printer: SpanExporter = {
       const depth = s.parentSpanContext ? "    " : "";
       const error = s.status.message ? `  error="${s.status.message}"` : "";
       console.log(
-        `${depth}span ${s.name}  tool=${String(a["selfheal.tool.name"] ?? "")} outcome=${String(a["selfheal.call.outcome"] ?? "-")}${error}`,
+        `${depth}span ${s.name}  tool=${String(a["gen_ai.tool.name"] ?? a["selfheal.tool.name"] ?? "")} outcome=${String(a["selfheal.call.outcome"] ?? "-")}${error}`,
       );
     }
     done({ code: ExportResultCode.SUCCESS });

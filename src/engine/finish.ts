@@ -49,7 +49,7 @@ export function endCall<A, R>(
   const last = c.attempt;
   if (tool.isEmpty !== undefined && last !== undefined && c.span.isRecording()) {
     const request = modelRequest(last.model, last.provider, last.providerConfig?.model);
-    c.span.setAttributes(modelCallAttributes(request, last.usage));
+    c.span.setAttributes(modelCallAttributes(last.model, request, last.usage));
   }
   if (ending.failure) setSpanError(c.span, ending.failure.type, ending.failure.message);
   // No timestamp to make for a span that records nothing (no SDK, or sampled out).

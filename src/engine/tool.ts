@@ -5,7 +5,6 @@ import { RecoveryBudget } from "../recovery/budget.js";
 import type { Failure } from "../recovery/strategy.js";
 import {
   ATTR_AGENT_NAME,
-  ATTR_GEN_AI_AGENT_NAME,
   ATTR_GEN_AI_OPERATION_NAME,
   ATTR_GEN_AI_PROVIDER_NAME,
   ATTR_GEN_AI_REQUEST_MODEL,
@@ -131,21 +130,23 @@ export function toolRuntime<A, R>(
     );
   }
   const primary = providers[0];
-  // selfheal's names of the call on every span of it; the GenAI ones on the call's own span.
+  // The call's children name the agent and tool in selfheal's attributes; its own span in the
+  // GenAI conventions' where they define one (a tool's name on an execute_tool span), so a GenAI
+  // backend counts each tool call once. Never both: each costs a recording SDK 50-100 ns a call.
   const identity: Attributes = { [ATTR_AGENT_NAME]: engine.options.agent, [ATTR_TOOL_NAME]: name };
   const attributes: Attributes = {
-    ...identity,
     [ATTR_GEN_AI_OPERATION_NAME]: isLlm ? GEN_AI_OPERATION_CHAT : GEN_AI_OPERATION_EXECUTE_TOOL,
-    [ATTR_GEN_AI_AGENT_NAME]: engine.options.agent,
+    [ATTR_AGENT_NAME]: engine.options.agent,
     ...extras.attributes,
   };
-  // Attributes only where they say something: each costs a recording SDK 50-100 ns a call. The
-  // read-only flag marks the write tools (read-only ones, the common case, carry none).
+  // Attributes only where they say something. The read-only flag marks the write tools
+  // (read-only ones, the common case, carry none).
   if (!options.readOnly) attributes[ATTR_TOOL_READ_ONLY] = false;
   if (primary !== undefined) attributes[ATTR_GEN_AI_PROVIDER_NAME] = primary;
   if (isLlm) {
     // A model call names its model, not a tool (the conventions' inference span): the primary
     // route's until the call ends with the request of the attempt that answered.
+    attributes[ATTR_TOOL_NAME] = name;
     const config =
       primary === undefined ? undefined : engine.options.recovery.providers.get(primary);
     if (config?.model !== undefined) attributes[ATTR_GEN_AI_REQUEST_MODEL] = config.model;

@@ -130,11 +130,12 @@ export const LANGCHAIN_RESTART_EVENT = "selfheal_stream_restart";
 
 // ---- selfheal attributes -------------------------------------------------------------------
 /**
- * The agent and the tool (as the metrics' `agent` and `tool` labels name them) on every span of a
- * call: `agent.tool_call` and its `agent.tool_call.error`, `agent.diagnosis` and `agent.recovery`
- * children. What span metrics, trace queries and Honeycomb group selfheal's spans by; the GenAI
- * names (`gen_ai.tool.name`, `gen_ai.agent.name`) stay on the spans the conventions define them
- * for, so a GenAI backend counts each tool call once.
+ * The agent (every selfheal span) and the tool (the `agent.tool_call.error`, `agent.diagnosis` and
+ * `agent.recovery` children, and an `llm` call's own span), as the metrics' `agent` and `tool`
+ * labels name them. A tool's own call span names it `gen_ai.tool.name` instead, as the GenAI
+ * conventions define for an `execute_tool` span (and only there, so a GenAI backend counts each
+ * tool call once); the conventions define `gen_ai.agent.name` on agent spans, none of selfheal's.
+ * Span metrics and trace queries take the tool from `selfheal.tool.name`, else `gen_ai.tool.name`.
  */
 export const ATTR_AGENT_NAME = "selfheal.agent.name";
 export const ATTR_TOOL_NAME = "selfheal.tool.name";

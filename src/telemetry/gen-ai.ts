@@ -79,8 +79,13 @@ export function modelRequest(
 }
 
 /** The GenAI attributes of a request over `base` (the metrics' agent and tool labels). */
-export function requestAttributes(base: Attributes, request: ModelRequest): Attributes {
-  const attributes: Attributes = { ...base, [ATTR_GEN_AI_OPERATION_NAME]: request.operation };
+export function requestAttributes(
+  base: Attributes,
+  request: ModelRequest,
+  withOperation = true,
+): Attributes {
+  const attributes: Attributes = { ...base };
+  if (withOperation) attributes[ATTR_GEN_AI_OPERATION_NAME] = request.operation;
   if (request.provider !== undefined) attributes[ATTR_GEN_AI_PROVIDER_NAME] = request.provider;
   if (request.requestModel !== undefined)
     attributes[ATTR_GEN_AI_REQUEST_MODEL] = request.requestModel;
@@ -92,13 +97,15 @@ export function requestAttributes(base: Attributes, request: ModelRequest): Attr
 /**
  * What a model call's span says of the attempt that answered (or failed last): its request and
  * the tokens it reported. Written at the call's end over what the span started with (the
- * primary route's provider and model), so a failover shows the route that answered.
+ * primary route's provider and model), so a failover shows the route that answered. The
+ * operation only when reported: the span started with the tool's (or the caller's attributes').
  */
 export function modelCallAttributes(
+  report: ModelReport | undefined,
   request: ModelRequest,
   usage: { inputTokens?: number; outputTokens?: number } | undefined,
 ): Attributes {
-  const attributes = requestAttributes({}, request);
+  const attributes = requestAttributes({}, request, report?.operation !== undefined);
   if (usage?.inputTokens !== undefined)
     attributes[ATTR_GEN_AI_USAGE_INPUT_TOKENS] = usage.inputTokens;
   if (usage?.outputTokens !== undefined)

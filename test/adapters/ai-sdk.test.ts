@@ -685,7 +685,10 @@ for (const sdk of SDKS) {
       expect(step?.toolResults[0]?.output).toBe("about q");
       const calls = otel
         .named("agent.tool_call")
-        .map((s) => [s.attributes["selfheal.tool.name"], s.attributes["selfheal.call.outcome"]]);
+        .map((s) => [
+          s.attributes["gen_ai.tool.name"] ?? s.attributes["selfheal.tool.name"],
+          s.attributes["selfheal.call.outcome"],
+        ]);
       // Streamed model calls are a scope of their own, beside the model's generate calls.
       expect(calls).toEqual([
         ["streamer:stream", "success"],

@@ -145,7 +145,10 @@ const toolMessages = (messages: BaseMessage[]) => messages.filter((m) => ToolMes
 const last = (messages: BaseMessage[]) => messages[messages.length - 1];
 const spans = (name: string) => otel.named(name);
 const toolSpan = (toolName: string) =>
-  spans("agent.tool_call").filter((s) => s.attributes["selfheal.tool.name"] === toolName);
+  spans("agent.tool_call").filter((s) => toolOf(s) === toolName);
+/** What a call span names its tool: a tool's `gen_ai.tool.name`, a model call's selfheal name. */
+const toolOf = (s: ReadableSpan) =>
+  s.attributes["gen_ai.tool.name"] ?? s.attributes["selfheal.tool.name"];
 const childrenOf = (parent: ReadableSpan | undefined) =>
   otel
     .spans()
@@ -189,7 +192,7 @@ describe("selfHealingMiddleware in a createAgent loop", () => {
     expect(tree(otel.spans())).toEqual([
       { "agent.run": ["agent.tool_call", "agent.tool_call", "agent.tool_call"] },
     ]);
-    const names = spans("agent.tool_call").map((s) => s.attributes["selfheal.tool.name"]);
+    const names = spans("agent.tool_call").map(toolOf);
     expect(names).toEqual(["model", "search_docs", "model"]);
     // GenAI backends count one tool call (the execute_tool span), and two model calls.
     const toolNames = spans("agent.tool_call").map((s) => s.attributes["gen_ai.tool.name"]);

@@ -32,10 +32,8 @@ describe("agent.tool_call spans (real OpenTelemetry SDK)", () => {
       "gen_ai.operation.name": "execute_tool",
       "gen_ai.tool.name": "search",
       "gen_ai.tool.call.id": "call_1",
-      "gen_ai.agent.name": "test-agent",
       "gen_ai.provider.name": "acme",
       "selfheal.agent.name": "test-agent",
-      "selfheal.tool.name": "search",
       "selfheal.call.outcome": "success",
     });
     // A read-only tool, a healthy agent: neither flag is written (a write says read_only false).

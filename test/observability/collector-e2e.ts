@@ -285,7 +285,7 @@ export async function playWorkload(
     if (spans.length === 0) return;
     for (const s of spans) {
       if (s.name === "agent.tool_call") {
-        const agent = String(s.attributes["gen_ai.agent.name"] ?? "");
+        const agent = String(s.attributes["selfheal.agent.name"] ?? "");
         sent.toolCallSpans.set(agent, (sent.toolCallSpans.get(agent) ?? 0) + 1);
       }
       sent.traceIds.add(s.spanContext().traceId);

@@ -7,7 +7,8 @@
  *   to the same Prometheus's remote-write receiver (a job of its own),
  * - honeycomb.yaml's OTLP/HTTP exporter to a sink Collector standing in for Honeycomb.
  * The two Prometheus paths store the same names: `_total` on counters, the unit on histograms
- * (`_seconds`, already in selfheal's names, is not doubled; `{token}` adds nothing), `_bucket`,
+ * (`_seconds`, already in selfheal's names, is not doubled; `{token}` adds nothing; the GenAI
+ * conventions' `gen_ai.client.operation.duration` gets it), `_bucket`,
  * `_sum`, `_count`, dots as underscores. The Honeycomb path adds nothing: Honeycomb gets the
  * OpenTelemetry names (`selfheal_tool_calls`, `gen_ai.client.token.usage`,
  * `traces.span.metrics.calls`), each histogram as one metric. Both Prometheus paths carry the span
@@ -201,6 +202,9 @@ describe.skipIf(!available)(SUITE, () => {
           "selfheal_health_status",
           // `{token}` is an annotation, not a unit: nothing is added.
           "gen_ai_client_token_usage_bucket",
+          // The GenAI conventions' name has no unit in it: `s` adds `_seconds`.
+          "gen_ai_client_operation_duration_seconds_bucket",
+          "gen_ai_client_operation_duration_seconds_count",
           "traces_span_metrics_calls_total",
           "traces_span_metrics_duration_seconds_bucket",
         ]),
@@ -244,5 +248,6 @@ describe.skipIf(!available)(SUITE, () => {
     expect(names).toContain("selfheal_tool_calls");
     expect(names).toContain("selfheal_tool_call_duration_seconds");
     expect(names).toContain("gen_ai.client.token.usage");
+    expect(names).toContain("gen_ai.client.operation.duration");
   });
 });

@@ -75,7 +75,7 @@ function toolCall(
       spanId: rootId,
       name: "agent.tool_call",
       status: rootStatus,
-      attributes: { "gen_ai.agent.name": "sampling-test", "gen_ai.tool.name": "search" },
+      attributes: { "selfheal.agent.name": "sampling-test", "gen_ai.tool.name": "search" },
     },
     children: children.map((c, i) => ({
       traceId,

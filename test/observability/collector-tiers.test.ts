@@ -161,7 +161,7 @@ async function sendThrough(tier1: RunningCollector, seed: string) {
       spanId: root,
       name: "agent.tool_call",
       status: 2,
-      attributes: { "gen_ai.agent.name": "tiers-test", "gen_ai.tool.name": "search" },
+      attributes: { "selfheal.agent.name": "tiers-test", "gen_ai.tool.name": "search" },
     },
   ]);
   const metric = `tiers_test_${seed.replace(/\W/g, "_")}`;

@@ -114,7 +114,8 @@ const mttrBuckets = `selfheal_recovery_duration_seconds_bucket{${AT},outcome="re
 /**
  * The Collector's span metrics (spanmetricsconnector, namespace traces.span.metrics, through
  * Prometheus's OTLP receiver): `span_name`, `status_code` (STATUS_CODE_ERROR ...) and the
- * configured dimensions, with gen_ai.agent.name and gen_ai.tool.name renamed `agent` and `tool`.
+ * configured dimensions, with selfheal.agent.name renamed `agent` and selfheal.tool.name (else
+ * gen_ai.tool.name, a tool's call span) renamed `tool`.
  */
 const SPAN_CALLS = "traces_span_metrics_calls_total";
 const SPAN_DURATION_BUCKETS = "traces_span_metrics_duration_seconds_bucket";
@@ -122,13 +123,21 @@ const toolSpans = `span_name="agent.tool_call",${AT}`;
 
 /** GenAI semantic conventions' token usage histogram (gen_ai.client.token.usage, {token}). */
 const TOKENS = "gen_ai_client_token_usage";
+/** GenAI semantic conventions' request duration (gen_ai.client.operation.duration, s). */
+const MODEL_DURATION_BUCKETS = "gen_ai_client_operation_duration_seconds_bucket";
 
-// TraceQL of the links: selfheal's spans carry the GenAI attributes (conventions.ts).
+// TraceQL of the links (names from conventions.ts): every selfheal span names its agent
+// selfheal.agent.name; the tool is selfheal.tool.name on the children and a model call's span,
+// gen_ai.tool.name on a tool's own call span (the GenAI conventions' execute_tool span).
 const traceql = (...conditions: string[]) => `{ ${conditions.join(" && ")} }`;
 const TOOL_CALL = 'name = "agent.tool_call"';
-const seriesAgent = 'span.gen_ai.agent.name = "${__field.labels.agent}"';
-const seriesTool = 'span.gen_ai.tool.name = "${__field.labels.tool}"';
-const chosenAgents = 'span.gen_ai.agent.name =~ "${agent:regex}"';
+/** A call span of tool `name` (a TraceQL string): a tool's or a model call's. */
+const callOf = (name: string) =>
+  `(span.gen_ai.tool.name = "${name}" || span.selfheal.tool.name = "${name}")`;
+const seriesAgent = 'span.selfheal.agent.name = "${__field.labels.agent}"';
+const seriesTool = callOf("${__field.labels.tool}");
+const chosenAgents = 'span.selfheal.agent.name =~ "${agent:regex}"';
+const chosenTools = 'span.selfheal.tool.name =~ "${tool:regex}"';
 const ERROR = "status = error";
 const callTraces: TraceLink = {
   title: "Traces of ${__field.labels.agent} ${__field.labels.tool}",
@@ -140,20 +149,24 @@ const failedCallTraces: TraceLink = {
 };
 /** A series' label as a data link interpolates it: `${__field.labels.<name>}`. */
 const label = (name: string) => "${__field.labels." + name + "}";
-/** Diagnosis spans of the clicked series' pattern (diagnosis spans carry no agent or tool). */
+/** Diagnosis spans of the clicked series' pattern, of the agents and tools chosen above. */
 const diagnosisTraces = (patternLabel: string): TraceLink => ({
   title: `Diagnoses ${label(patternLabel)}`,
   query: traceql(
     'name = "agent.diagnosis"',
     `span.selfheal.diagnosis.pattern = "${label(patternLabel)}"`,
+    chosenAgents,
+    chosenTools,
   ),
 });
-/** Recovery spans of the clicked series' strategy. */
+/** Recovery spans of the clicked series' strategy, of the agents and tools chosen above. */
 const recoveryTraces = (strategyLabel: string): TraceLink => ({
   title: `Recoveries by ${label(strategyLabel)}`,
   query: traceql(
     'name = "agent.recovery"',
     `span.selfheal.recovery.strategy = "${label(strategyLabel)}"`,
+    chosenAgents,
+    chosenTools,
   ),
 });
 /**
@@ -162,7 +175,7 @@ const recoveryTraces = (strategyLabel: string): TraceLink => ({
  */
 const incidentTraces: TraceLink = {
   title: `Incidents of ${label("tool")}`,
-  query: `${traceql(TOOL_CALL, chosenAgents, `span.gen_ai.tool.name = "${label("tool")}"`)} > ${traceql('name = "agent.tool_call.error"')}`,
+  query: `${traceql(TOOL_CALL, chosenAgents, callOf(label("tool")))} > ${traceql('name = "agent.tool_call.error"')}`,
 };
 /** Calls that went to the clicked series' provider: first attempts, and recovery attempts. */
 const providerTraces = (providerLabel: string): TraceLink => ({
@@ -672,7 +685,7 @@ const ROWS: RowSpec[] = [
       {
         title: "Diagnosis spans per minute by pattern",
         description:
-          "agent.diagnosis spans per minute by selfheal.diagnosis.pattern, from the span metrics; exemplars and the series' link open diagnosed calls' traces. The agent and tool filters apply where the spans carry gen_ai.agent.name and gen_ai.tool.name.",
+          "agent.diagnosis spans per minute by selfheal.diagnosis.pattern, from the span metrics; exemplars and the series' link open diagnosed calls' traces. Each span names its agent and tool (selfheal.agent.name, selfheal.tool.name): the filters apply.",
         type: "timeseries",
         unit: "suffix:/min",
         targets: [
@@ -689,7 +702,7 @@ const ROWS: RowSpec[] = [
       {
         title: "Recovery spans per minute by strategy",
         description:
-          "agent.recovery spans per minute (each strategy step and each attempt) by selfheal.recovery.strategy, from the span metrics; exemplars and the series' link open recoveries' traces. The agent and tool filters apply where the spans carry gen_ai.agent.name and gen_ai.tool.name.",
+          "agent.recovery spans per minute (each strategy step and each attempt) by selfheal.recovery.strategy, from the span metrics; exemplars and the series' link open recoveries' traces. Each span names its agent and tool (selfheal.agent.name, selfheal.tool.name): the filters apply.",
         type: "timeseries",
         unit: "suffix:/min",
         targets: [
@@ -739,6 +752,37 @@ const ROWS: RowSpec[] = [
         stacked: true,
         min: 0,
         traces: [providerTraces("provider")],
+      },
+      {
+        title: "Model request duration (P95) by model",
+        description:
+          "P95 duration of one model request (each attempt, failed ones included; a stream until it completes), by provider and model: gen_ai.client.operation.duration, the OpenTelemetry GenAI conventions' histogram.",
+        type: "timeseries",
+        unit: "s",
+        targets: [
+          {
+            expr: `histogram_quantile(0.95, sum by (gen_ai_provider_name, gen_ai_request_model, le) (${rate(`${MODEL_DURATION_BUCKETS}{${AT}}`)}))`,
+            legend: "{{gen_ai_provider_name}} {{gen_ai_request_model}}",
+          },
+        ],
+        min: 0,
+        exemplars: true,
+        traces: [providerTraces("gen_ai_provider_name")],
+      },
+      {
+        title: "Model request errors by type",
+        description:
+          "Failed model requests per minute by error.type (the error's class: a rate limit, a timeout, a cut stream), from gen_ai.client.operation.duration; recovery attempts included.",
+        type: "timeseries",
+        unit: "suffix:/min",
+        targets: [
+          {
+            expr: `sum by (error_type) (${rate(`gen_ai_client_operation_duration_seconds_count{${AT},error_type!=""}`)}) * 60`,
+            legend: "{{error_type}}",
+          },
+        ],
+        stacked: true,
+        min: 0,
       },
       {
         title: "Tokens per model call (mean)",

@@ -4,8 +4,8 @@
  * grafana.yaml: remote write to Grafana Cloud):
  * - exemplars: the connector attaches the trace of a span to its calls and duration points, which
  *   Prometheus keeps (exemplar storage) and Grafana opens in Tempo (`trace_id`);
- * - labels: a `transform` processor on the span metrics renames gen_ai.agent.name and
- *   gen_ai.tool.name to `agent` and `tool` (SPAN_METRICS_LABELS), the labels of selfheal's own
+ * - labels: a `transform` processor on the span metrics renames selfheal.agent.name and
+ *   selfheal.tool.name (on every selfheal span) to `agent` and `tool` (SPAN_METRICS_LABELS), the labels of selfheal's own
  *   metrics, so the dashboard's variables and Tempo's trace-to-metrics tags filter both.
  * Then, with the Collector built (scripts/build-collector.sh, as collector-validate.test.ts),
  * local.yaml's connector and transform run on a real Collector: selfheal's own spans of a failed
@@ -73,7 +73,7 @@ describe.each(PROMETHEUS_CONFIGS)("%s: span metrics for the dashboard", (file) =
     expect(exemplars.enabled, `${file}: connectors.span_metrics.exemplars.enabled`).toBe(true);
   });
 
-  it("renames gen_ai.agent.name and gen_ai.tool.name to agent and tool on the span metrics", () => {
+  it("renames selfheal.agent.name and selfheal.tool.name to agent and tool on the span metrics", () => {
     const pipelines = spanMetricsPipelines(root);
     expect(pipelines.length, `${file}: no metrics pipeline takes span_metrics`).toBeGreaterThan(0);
     const processors = record(root.processors, "processors");
@@ -282,6 +282,7 @@ describe.skipIf(!available)(SUITE, () => {
     }
     const toolCall = [...got.values()].find((s) => s.labels.span_name === "agent.tool_call");
     expect(toolCall?.labels).toMatchObject({ agent: "support-bot", tool: "search" });
+    expect(toolCall?.labels).not.toHaveProperty("selfheal_agent_name");
     expect(toolCall?.labels).not.toHaveProperty("gen_ai_agent_name");
     expect([...exemplarTraces]).toEqual([spans[0]?.spanContext().traceId]);
   }, 180_000);

@@ -33,6 +33,13 @@ import {
   strings,
   type YamlRecord,
 } from "./config-files.js";
+import {
+  ATTR_AGENT_NAME,
+  ATTR_GEN_AI_TOOL_NAME,
+  ATTR_TOOL_NAME,
+  LABEL_AGENT,
+  LABEL_TOOL,
+} from "../../src/telemetry/conventions.js";
 import type { OpenMetricsWriter } from "./openmetrics.js";
 
 /**
@@ -41,8 +48,10 @@ import type { OpenMetricsWriter } from "./openmetrics.js";
  * selfheal's own metrics and the dashboard's variables filter both.
  */
 export const SPAN_METRICS_LABELS: Readonly<Record<string, string>> = {
-  "gen_ai.agent.name": "agent",
-  "gen_ai.tool.name": "tool",
+  [ATTR_AGENT_NAME]: LABEL_AGENT,
+  [ATTR_TOOL_NAME]: LABEL_TOOL,
+  // A tool's own call span names the tool as the GenAI conventions do; selfheal's name first.
+  [ATTR_GEN_AI_TOOL_NAME]: LABEL_TOOL,
 };
 
 /** The connector's configuration that shapes the series (from a Collector YAML file). */
@@ -166,7 +175,10 @@ export class SpanMetricsConnector {
       for (const dim of this.config.dimensions) {
         const value = span.attributes[dim] ?? resource[dim];
         if (value === undefined) continue;
-        labels.push([SPAN_METRICS_LABELS[dim] ?? promName(dim), asString(value)]);
+        const name = SPAN_METRICS_LABELS[dim] ?? promName(dim);
+        // Two attributes renamed to one label: the first dimension found wins, as in the transform.
+        if (labels.some(([n]) => n === name)) continue;
+        labels.push([name, asString(value)]);
       }
       const key = labelText(labels);
       let s = this.series.get(key);

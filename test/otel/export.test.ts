@@ -81,7 +81,7 @@ describe("startTelemetry exports to a real OTLP/HTTP receiver", () => {
       expect(call?.attributes).toMatchObject({
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": "search",
-        "gen_ai.agent.name": "test-agent",
+        "selfheal.agent.name": "test-agent",
         "gen_ai.provider.name": "acme",
         "selfheal.call.outcome": "recovered",
       });
@@ -255,7 +255,7 @@ describe("registration and the Prometheus endpoint", () => {
     await sh.tool("t", { readOnly: true }, () => 1)(undefined);
     await sh.close();
     await local.forceFlush();
-    expect(receiver.spans().map((s) => s.attributes["gen_ai.agent.name"])).toEqual(["explicit"]);
+    expect(receiver.spans().map((s) => s.attributes["selfheal.agent.name"])).toEqual(["explicit"]);
   });
 
   it("keeps the context manager the app registered (no duplicate registration) and leaves it at shutdown", async () => {
