@@ -379,8 +379,13 @@ export const DEFAULT_RULES: readonly Rule[] = [
     name: "http-500",
     pattern: "SERVICE_DOWN",
     confidence: 0.7,
-    // Anthropic's `api_error` is its 500; an `error` event mid-stream carries no status.
-    match: [{ status: [500] }, { name: ["InternalServerError"] }, { code: ["api_error"] }],
+    // Anthropic's `api_error` and OpenAI's `server_error` are their 500s' types; an `error`
+    // event mid-stream carries the type and no status.
+    match: [
+      { status: [500] },
+      { name: ["InternalServerError"] },
+      { code: ["api_error", "server_error"] },
+    ],
   },
   {
     name: "empty-response",

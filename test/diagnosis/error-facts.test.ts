@@ -1,3 +1,4 @@
+import { APIError } from "openai";
 import { describe, expect, it } from "vitest";
 import { HttpResponseError } from "../../src/index.js";
 import { parseDuration, readErrorFacts } from "../../src/diagnosis/error-facts.js";
@@ -165,6 +166,29 @@ describe("client shapes", () => {
       rule: "connection-failed",
       evidence: "structured",
     });
+  });
+
+  it("openai: an error event mid-stream (no status) of type server_error is http-500, as its 500 is", async () => {
+    // What the SDK throws on a Chat Completions chunk `{ error }` and a Responses `error` event.
+    const chat = new APIError(
+      undefined,
+      { message: "The server had an error while processing your request.", type: "server_error" },
+      undefined,
+      new Headers(),
+    );
+    const responses = new APIError(
+      undefined,
+      { type: "error", code: "server_error", message: "An error occurred.", param: null },
+      undefined,
+      new Headers(),
+    );
+    for (const error of [chat, responses]) {
+      expect(await diagnose(error)).toMatchObject({
+        pattern: "SERVICE_DOWN",
+        rule: "http-500",
+        evidence: "structured",
+      });
+    }
   });
 
   it("got: response.statusCode and a JSON text body; ky: response.status and headers", async () => {
