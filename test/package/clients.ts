@@ -225,9 +225,8 @@ export function expected(script: ClientScript, result: ScenarioResult): object |
         requests: { primary: 1, backup: 1 },
         ...outcome("recovered"),
       };
-    // The API's error event (an overload) before any token: retried as any call. Its pattern is
-    // not asserted: openai's error event is UNKNOWN, the others' SERVICE_DOWN (both chains start
-    // with the quick retry).
+    // The API's error event (an overload) before any token: retried as any call (SERVICE_DOWN
+    // on every API: openai's server_error as Anthropic's api_error and Gemini's UNAVAILABLE).
     case "error_event_before_first_token":
       return {
         answered: true,
