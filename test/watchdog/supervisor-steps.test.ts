@@ -294,7 +294,7 @@ describe("steps lines: one per stage per minute, written at the next minute's lo
     expect(await t.ofKind("steps")).toEqual([stepsLine(0, "tool_call", buckets([2_000, 1]))]);
   });
 
-  it("giving up stops supervision: the minute at work is written after the gave_up line", async () => {
+  it("giving up stops supervision: the minute at work is written, then the gave_up line, the log's last", async () => {
     const t = harness({ supervisor: { intensity: { maxRestarts: 0, periodMs: 600_000 } } });
     t.show("tool_call", 0, 0);
     await t.look(1_000);
@@ -306,8 +306,8 @@ describe("steps lines: one per stage per minute, written at the next minute's lo
       "limits",
       "verdict",
       "verdict",
-      "gave_up",
       "steps",
+      "gave_up",
     ]);
   });
 });
