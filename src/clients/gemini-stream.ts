@@ -32,6 +32,8 @@ export interface GeminiChunk {
     | undefined;
   /** Set instead of candidates when the prompt itself was blocked. */
   promptFeedback?: { blockReason?: string | undefined } | undefined;
+  /** The model that answered (its version: `gemini-2.5-flash-001`). */
+  modelVersion?: string | undefined;
   /** Running totals of the stream so far (each chunk carries them). */
   usageMetadata?:
     | {

@@ -13,6 +13,7 @@
  */
 import { SelfHealConfigError } from "../errors.js";
 import type { CallContext, SelfHealing } from "../index.js";
+import { GEN_AI_PROVIDERS } from "../telemetry/conventions.js";
 import {
   GEMINI_FAIL_ON_FINISH,
   geminiChunks,
@@ -64,6 +65,9 @@ interface Models {
   generateContentStream(params: ContentParams): Promise<AsyncIterable<GeminiChunk>>;
 }
 
+/** `gen_ai.operation.name` of Gemini's calls, and the selfheal name's suffix. */
+const OPERATION = "generate_content";
+
 type ContentCall = ClientCall<GoogleGenAIClient, ContentParams | undefined>;
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
@@ -102,8 +106,8 @@ export function healGoogleGenAI<C extends GoogleGenAIClient>(
   if (healing.healed) return healing.healed;
   const { onRestart, afterFirstToken } = healing.options;
   const op = healing.operation({
-    name: "generate_content",
-    operation: "generate_content",
+    name: OPERATION,
+    operation: OPERATION,
     generate: generateOnce,
     stream: streamOnce,
     isEmpty: isEmptyGeminiAnswer,
@@ -183,15 +187,36 @@ function attemptParams(
   };
 }
 
+/**
+ * The route's `models` and model, the attempt's request reported in the GenAI conventions' terms:
+ * the client's API (the Gemini API, or Vertex AI for a client made with `vertexai: true`), not
+ * the route's selfheal name.
+ */
 function modelsOfRoute(call: ContentCall, ctx: CallContext) {
   const { client, model } = call.route(ctx.provider);
+  const requestModel = model ?? call.params?.model;
+  ctx.reportModel({
+    operation: OPERATION,
+    provider:
+      (client as { vertexai?: unknown }).vertexai === true
+        ? GEN_AI_PROVIDERS.gcpVertexAi
+        : GEN_AI_PROVIDERS.gcpGemini,
+    ...(typeof requestModel === "string" && { requestModel }),
+  });
   return { models: client.models as unknown as Models, model };
+}
+
+/** The model that answered, as the answer names it (`modelVersion`). */
+function reportResponseModel(ctx: CallContext, answer: GeminiChunk): void {
+  if (typeof answer.modelVersion === "string")
+    ctx.reportModel({ responseModel: answer.modelVersion });
 }
 
 /** One plain attempt on the route selfheal picked. */
 async function generateOnce(call: ContentCall, ctx: CallContext): Promise<GeminiChunk> {
   const { models, model } = modelsOfRoute(call, ctx);
   const response = await models.generateContent(attemptParams(call.params, model, ctx));
+  reportResponseModel(ctx, response);
   const usage = response.usageMetadata;
   const input = usage?.promptTokenCount;
   const output = outputTokensOf(usage);
@@ -213,8 +238,8 @@ async function streamOnce(
 }
 
 /**
- * The stream, the prompt's tokens reported once from the first chunk that counts them (every
- * chunk carries the running usage; `geminiChunks` reports the output tokens). Its `return()`
+ * The stream, the answering model and the prompt's tokens reported from its first chunk that
+ * counts them (every chunk carries the running usage; `geminiChunks` reports the output tokens). Its `return()`
  * is the SDK stream's own, so abandoning an attempt ends its request at once.
  */
 function reportingInput(
@@ -227,7 +252,9 @@ function reportingInput(
       const iterator: AsyncIterator<GeminiChunk> = {
         next: async () => {
           const step = await source.next();
-          const input = step.done ? undefined : step.value.usageMetadata?.promptTokenCount;
+          if (step.done) return step;
+          reportResponseModel(ctx, step.value);
+          const input = step.value.usageMetadata?.promptTokenCount;
           if (typeof input === "number") {
             ctx.reportUsage({ inputTokens: input });
             iterator.next = () => source.next();

@@ -33,6 +33,10 @@ import {
   type ToolCallEvent,
 } from "../../src/index.js";
 import {
+  ATTR_GEN_AI_OPERATION_NAME,
+  ATTR_GEN_AI_PROVIDER_NAME,
+  ATTR_GEN_AI_REQUEST_MODEL,
+  ATTR_GEN_AI_RESPONSE_MODEL,
   ATTR_GEN_AI_USAGE_INPUT_TOKENS,
   ATTR_GEN_AI_USAGE_OUTPUT_TOKENS,
   SPAN_TOOL_CALL,
@@ -197,6 +201,10 @@ for (const sdk of SDKS) {
         ["gemini.generate_content", "success"],
       ]);
       expect(s.otel.named(SPAN_TOOL_CALL)[0]?.attributes).toMatchObject({
+        [ATTR_GEN_AI_OPERATION_NAME]: "generate_content",
+        [ATTR_GEN_AI_PROVIDER_NAME]: "gcp.gemini",
+        [ATTR_GEN_AI_REQUEST_MODEL]: MODEL,
+        [ATTR_GEN_AI_RESPONSE_MODEL]: MODEL, // the answer's modelVersion
         [ATTR_GEN_AI_USAGE_INPUT_TOKENS]: 10,
         [ATTR_GEN_AI_USAGE_OUTPUT_TOKENS]: WORDS.length,
       });
@@ -351,6 +359,12 @@ for (const sdk of SDKS) {
       expect(response.modelVersion).toBe("gemini-2.5-flash-lite");
       expect(s.primary.requests).toBe(3);
       expect(s.calls[0]).toMatchObject({ outcome: "recovered" });
+      // The span describes the attempt that answered, in the conventions' terms.
+      expect(s.otel.named(SPAN_TOOL_CALL)[0]?.attributes).toMatchObject({
+        [ATTR_GEN_AI_PROVIDER_NAME]: "gcp.gemini",
+        [ATTR_GEN_AI_REQUEST_MODEL]: "gemini-2.5-flash-lite",
+        [ATTR_GEN_AI_RESPONSE_MODEL]: "gemini-2.5-flash-lite",
+      });
     });
 
     it("fails over to another client of the Gemini API", async () => {
@@ -359,6 +373,24 @@ for (const sdk of SDKS) {
       expect((await s.ai.models.generateContent(REQUEST)).text).toBe(ANSWER);
       expect(s.secondary?.requests).toBe(1);
       expect(s.requests()).toBe(3); // the primary twice (retried once), then the backup
+    });
+
+    it("a Vertex AI client's calls are gcp.vertex_ai on the span", async () => {
+      const server = await startReplyServer([]);
+      const s = await setup();
+      const vertex = healGoogleGenAI(
+        s.sh,
+        new sdk.GenAI({ vertexai: true, apiKey: "test-key", httpOptions: { baseUrl: server.url } }),
+        { name: "vertex" },
+      );
+      expect((await vertex.models.generateContent(REQUEST)).text).toBe("Fine.");
+      expect(server.paths).toHaveLength(1);
+      expect(server.paths[0]).toContain(`/publishers/google/models/${MODEL}:generateContent`);
+      expect(s.otel.named(SPAN_TOOL_CALL)[0]?.attributes).toMatchObject({
+        [ATTR_GEN_AI_PROVIDER_NAME]: "gcp.vertex_ai",
+        [ATTR_GEN_AI_REQUEST_MODEL]: MODEL,
+      });
+      expect(s.calls.map((c) => c.tool)).toEqual(["vertex.generate_content"]);
     });
 
     it("the caller's config.abortSignal aborts the call, recovery included", async () => {
@@ -399,6 +431,8 @@ for (const sdk of SDKS) {
         ["gemini.generate_content:stream", "success"],
       ]);
       expect(s.otel.named(SPAN_TOOL_CALL)[0]?.attributes).toMatchObject({
+        [ATTR_GEN_AI_OPERATION_NAME]: "generate_content",
+        [ATTR_GEN_AI_RESPONSE_MODEL]: MODEL,
         [ATTR_GEN_AI_USAGE_INPUT_TOKENS]: 10,
         [ATTR_GEN_AI_USAGE_OUTPUT_TOKENS]: WORDS.length,
       });
