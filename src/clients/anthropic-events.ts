@@ -75,7 +75,7 @@ export const anthropicMessageEvents: StreamFormat<AnthropicMessageEvent> = Objec
         return blockInfo(event.content_block);
       case "message_delta": {
         const finishReason = event.delta?.stop_reason ?? undefined;
-        const outputTokens = event.usage?.output_tokens ?? undefined;
+        const outputTokens = tokenCount(event.usage?.output_tokens);
         return finishReason === undefined && outputTokens === undefined
           ? undefined
           : { finishReason, outputTokens };
@@ -88,6 +88,11 @@ export const anthropicMessageEvents: StreamFormat<AnthropicMessageEvent> = Objec
   },
   completion: "finish" as const,
 });
+
+/** A token count from the wire: a whole number, not negative; anything else is no count. */
+export function tokenCount(value: unknown): number | undefined {
+  return typeof value === "number" && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
+}
 
 /** Text: an answer unless blank (blank text is progress, an empty delta nothing). */
 function textInfo(text: string | undefined): ChunkInfo | undefined {

@@ -16,6 +16,7 @@ import type { CallContext, SelfHealing } from "../index.js";
 import {
   ANTHROPIC_FAIL_ON_FINISH,
   anthropicMessageEvents,
+  tokenCount,
   type AnthropicMessageEvent,
 } from "./anthropic-events.js";
 import {
@@ -266,20 +267,20 @@ function reportingStart(
  */
 function reportUsage(ctx: CallContext, usage: Usage | null | undefined): void {
   const input = inputTokens(usage);
-  const output = usage?.output_tokens;
+  const output = tokenCount(usage?.output_tokens);
   ctx.reportUsage({
     ...(input !== undefined && { inputTokens: input }),
-    ...(typeof output === "number" && { outputTokens: output }),
+    ...(output !== undefined && { outputTokens: output }),
   });
 }
 
 function inputTokens(usage: Usage | null | undefined): number | undefined {
-  if (typeof usage?.input_tokens !== "number") return undefined;
-  const count = (n: number | null | undefined) => (typeof n === "number" && n >= 0 ? n : 0);
+  const input = tokenCount(usage?.input_tokens);
+  if (input === undefined) return undefined;
   return (
-    count(usage.input_tokens) +
-    count(usage.cache_creation_input_tokens) +
-    count(usage.cache_read_input_tokens)
+    input +
+    (tokenCount(usage?.cache_creation_input_tokens) ?? 0) +
+    (tokenCount(usage?.cache_read_input_tokens) ?? 0)
   );
 }
 

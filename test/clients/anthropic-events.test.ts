@@ -115,6 +115,18 @@ describe("anthropicMessageEvents", () => {
     expect(read({ type: "message_delta" })).toBeUndefined();
   });
 
+  it("takes no token count that is not a whole number at least 0 (a server's junk)", () => {
+    for (const junk of [-5, 1.5, Number.NaN, Number.POSITIVE_INFINITY, "7", null]) {
+      expect(
+        read({
+          type: "message_delta",
+          delta: { stop_reason: "end_turn" },
+          usage: { output_tokens: junk as number },
+        }),
+      ).toEqual({ finishReason: "end_turn", outputTokens: undefined });
+    }
+  });
+
   it("gives no token for the events around the content, nor for empty deltas", () => {
     for (const type of ["message_start", "content_block_stop", "message_stop", "ping"]) {
       expect(read({ type, message: { usage: { input_tokens: 5 } } })).toBeUndefined();

@@ -194,6 +194,18 @@ describe("healAnthropic: plain messages.create", () => {
     });
   });
 
+  it("reports no tokens a server gave as junk (negative, fractional)", async () => {
+    const s = await setup();
+    s.primary.answer({
+      kind: "message",
+      message: message("Hello.", { inputTokens: -1_000_000, outputTokens: 2.5 }),
+    });
+    await s.client.messages.create(REQUEST);
+    const attributes = s.otel.named(SPAN_TOOL_CALL)[0]?.attributes ?? {};
+    expect(attributes[ATTR_GEN_AI_USAGE_INPUT_TOKENS]).toBeUndefined();
+    expect(attributes[ATTR_GEN_AI_USAGE_OUTPUT_TOKENS]).toBeUndefined();
+  });
+
   it("a 429 with Retry-After: exactly 2 requests, the second once the wait passed", async () => {
     const s = await setup();
     s.primary.answer(
