@@ -495,21 +495,17 @@ for (const sdk of SDKS) {
       const recovers = mode !== "fail";
       it(`${mode}: a cut after five words ${recovers ? "is answered whole by the backup" : "errors with what was delivered"}`, async () => {
         const restarts: StreamRestart[] = [];
+        const seen = { text: "", chunks: 0 };
+        const onRestart = (restart: StreamRestart) => {
+          restarts.push(restart);
+          seen.text = ""; // drop what was shown: the answer starts again
+        };
         const s = await setup(
-          { afterFirstToken: mode, onRestart: (r) => restarts.push(r) },
+          { afterFirstToken: mode, onRestart },
           { backup: true, providers: ["gcp.gemini", "backup"] },
         );
         s.primary.injector.inject("stream_cut", { first: 1 }, { afterTokens: 5 });
         const stream = await s.ai.models.generateContentStream(REQUEST);
-        const seen = { text: "", chunks: 0 };
-        if (mode === "restart") {
-          // The caller drops what it rendered when told: the answer starts again.
-          const onRestart = restarts.push.bind(restarts);
-          restarts.push = (...r) => {
-            seen.text = "";
-            return onRestart(...r);
-          };
-        }
         const { text, error } = await readText(stream, seen);
         if (recovers) {
           expect({ text, error }).toEqual({ text: ANSWER, error: undefined });
@@ -549,8 +545,13 @@ for (const sdk of SDKS) {
     for (const mode of ["fail", "restart"] as const) {
       it(`${mode}: a stall after five words ${mode === "fail" ? "errors as stalled" : "starts again on the backup"}`, async () => {
         const restarts: StreamRestart[] = [];
+        const seen = { text: "", chunks: 0 };
+        const onRestart = (restart: StreamRestart) => {
+          restarts.push(restart);
+          seen.text = "";
+        };
         const s = await setup(
-          { afterFirstToken: mode, idleMs: LIMIT_MS, onRestart: (r) => restarts.push(r) },
+          { afterFirstToken: mode, idleMs: LIMIT_MS, onRestart },
           { backup: true, providers: ["gcp.gemini", "backup"] },
         );
         s.primary.injector.inject(
@@ -559,13 +560,11 @@ for (const sdk of SDKS) {
           { afterTokens: 5, silentMs: LONG_MS },
         );
         const stream = await s.ai.models.generateContentStream(REQUEST);
-        const seen = { text: "", chunks: 0 };
         const read = readText(stream, seen);
         await eventually(
           () => seen.text === FIRST_FIVE && s.primary.stalled === 1,
           "five words, then silence",
         );
-        if (mode === "restart") seen.text = ""; // as onRestart would have the caller do
         await s.clock.advance(LIMIT_MS);
         const { text, error } = await read;
         if (mode === "fail") {
