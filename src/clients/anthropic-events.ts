@@ -62,9 +62,10 @@ export const ANTHROPIC_FAIL_ON_FINISH: readonly string[] = Object.freeze([
  * `content_block_stop`, `message_stop` and `ping` carry no token, though any event shows the
  * stream is not silent.
  *
- * The stop reason, not `message_stop`, is the terminal signal: it comes once every content
+ * The stop reason, not `message_stop`, is the terminal signal here: it comes once every content
  * block is closed, and `message_stop` after it carries nothing (a format reads one event at a
- * time, and only the stop reason says how the answer ended).
+ * time, and only the stop reason says how the answer ended). `healAnthropic` checks that
+ * `message_stop` came too.
  */
 export const anthropicMessageEvents: StreamFormat<AnthropicMessageEvent> = Object.freeze({
   read(event: AnthropicMessageEvent): ChunkInfo | undefined {

@@ -225,30 +225,38 @@ async function streamOnce(
 ): Promise<AsyncIterable<AnthropicMessageEvent>> {
   const stream = (await send(call, ctx)) as AsyncIterable<AnthropicMessageEvent>;
   call.opened = stream;
-  return reportingStart(stream, ctx);
+  return watched(stream, ctx);
 }
 
 /**
- * The stream, its `message_start` read on the way for the input tokens and the answering model
- * (the format reports the output tokens, from `message_delta`). The first event is `message_start`; after it the SDK's
- * own iterator is called directly.
+ * The SDK's stream, read on the way: `message_start` for the input tokens and the answering model
+ * (the format reports the output tokens, from `message_delta`), and the end: a stream whose
+ * message got its stop reason but not its `message_stop` was cut between the two (the format,
+ * which reads one event at a time, would count it complete).
  */
-function reportingStart(
+function watched(
   stream: AsyncIterable<AnthropicMessageEvent>,
   ctx: CallContext,
 ): AsyncIterable<AnthropicMessageEvent> {
   return {
     [Symbol.asyncIterator]() {
       const source = stream[Symbol.asyncIterator]();
-      const iterator: AsyncIterator<AnthropicMessageEvent> = {
+      let stopReason = false;
+      let stopped = false;
+      return {
         next: async () => {
           const step = await source.next();
-          iterator.next = () => source.next();
-          if (!step.done && step.value.type === "message_start") {
-            const { message } = step.value;
-            reportResponseModel(ctx, message?.model);
+          if (step.done) {
+            if (stopReason && !stopped) throw cutBeforeStop();
+            return step;
+          }
+          const event = step.value;
+          if (event.type === "message_stop") stopped = true;
+          else if (event.type === "message_delta") stopReason ||= Boolean(event.delta?.stop_reason);
+          else if (event.type === "message_start") {
+            reportResponseModel(ctx, event.message?.model);
             // Its output_tokens are the first few: message_delta's count is the answer's.
-            const input = inputTokens(message?.usage);
+            const input = inputTokens(event.message?.usage);
             if (input !== undefined) ctx.reportUsage({ inputTokens: input });
           }
           return step;
@@ -256,9 +264,16 @@ function reportingStart(
         return: (value?: unknown) =>
           source.return?.(value) ?? Promise.resolve({ done: true, value: undefined }),
       };
-      return iterator;
     },
   };
+}
+
+/** The connection closed before `message_stop`: Node's premature close, as a socket's would be. */
+function cutBeforeStop(): Error {
+  return Object.assign(
+    new Error("selfheal: the Messages stream ended after its stop reason, before message_stop"),
+    { code: "ERR_STREAM_PREMATURE_CLOSE" },
+  );
 }
 
 /**

@@ -438,6 +438,27 @@ describe("healAnthropic: messages.create({ stream: true })", () => {
     expect(s.diagnoses.map((d) => d.pattern)).toEqual(["STREAM_TRUNCATED"]);
   });
 
+  it("a stream that ends after its stop reason without message_stop was cut", async () => {
+    const s = await setup({ afterFirstToken: "buffer" });
+    s.primary.answer(
+      { kind: "stream", events: messageEvents(WORDS).slice(0, -1) },
+      { kind: "stream", events: messageEvents(WORDS) },
+    );
+    const opened = recovered(s.clock, s.client.messages.create({ ...REQUEST, stream: true }));
+    expect(await readText(await opened)).toEqual({ text: TEXT, error: undefined });
+    expect(s.primary.requests).toHaveLength(2);
+    expect(s.diagnoses.map((d) => d.pattern)).toEqual(["STREAM_TRUNCATED"]);
+
+    const t = await setup();
+    t.primary.answer({ kind: "stream", events: messageEvents(WORDS).slice(0, -1) });
+    const seen = await readText(await t.client.messages.create({ ...REQUEST, stream: true }));
+    expect(seen.text).toBe(TEXT);
+    expect(isStreamInterruptedError(seen.error)).toBe(true);
+    const cause = (seen.error as Error).cause;
+    expect(cause).toMatchObject({ type: "cut" });
+    expect((cause as Error).cause).toMatchObject({ code: "ERR_STREAM_PREMATURE_CLOSE" });
+  });
+
   it("restart: a stalled stream starts again on the fallback client, onRestart told", async () => {
     const restarts: StreamRestart[] = [];
     const s = await setup(
