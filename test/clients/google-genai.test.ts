@@ -593,6 +593,27 @@ for (const sdk of SDKS) {
       expect(s.diagnoses.map((d) => d.pattern)).toEqual(["STREAM_FIRST_TOKEN_TIMEOUT"]);
     });
 
+    it("the caller's config.abortSignal mid-stream ends the loop with its reason", async () => {
+      const s = await setup();
+      s.primary.injector.inject(
+        "stream_stall",
+        { first: 1 },
+        { afterTokens: 2, silentMs: LONG_MS },
+      );
+      const controller = new AbortController();
+      const stream = await s.ai.models.generateContentStream({
+        ...REQUEST,
+        config: { abortSignal: controller.signal },
+      });
+      const seen = { text: "", chunks: 0 };
+      const read = readText(stream, seen);
+      await eventually(() => seen.text === "w1 w2", "two words");
+      controller.abort(new Error("the user left"));
+      const { error } = await read;
+      expect(error).toMatchObject({ message: "the user left" });
+      expect(s.requests()).toBe(1);
+    });
+
     it("breaking out of the loop ends the call and its request", async () => {
       const s = await setup();
       s.primary.injector.inject(
