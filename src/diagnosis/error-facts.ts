@@ -316,9 +316,19 @@ function readOne(error: unknown, r: Reading): void {
   const details = get(error, "errorDetails"); // @google/generative-ai
   if (Array.isArray(details)) readDetails(details, r);
   if (!found && status !== undefined && typeof message === "string") {
-    const json = parseJsonObject(message);
+    const json = parseJsonObject(googleStreamBody(message) ?? message);
     if (json) readBody(json, r, 0);
   }
+}
+
+/**
+ * @google/genai's error for a failure inside a stream: `got status: RESOURCE_EXHAUSTED. {json}`,
+ * its body after the status; undefined for any other message.
+ */
+function googleStreamBody(message: string): string | undefined {
+  if (!message.startsWith("got status: ")) return undefined;
+  const at = message.indexOf("{");
+  return at === -1 ? undefined : message.slice(at);
 }
 
 /**

@@ -1,3 +1,4 @@
+import { ApiError } from "@google/genai";
 import { APIError } from "openai";
 import { describe, expect, it } from "vitest";
 import { HttpResponseError } from "../../src/index.js";
@@ -166,6 +167,26 @@ describe("client shapes", () => {
       rule: "connection-failed",
       evidence: "structured",
     });
+  });
+
+  it("@google/genai: a 429 inside a stream keeps its RetryInfo (the body follows `got status: ...`)", async () => {
+    const body = {
+      error: {
+        code: 429,
+        message: "Resource has been exhausted (e.g. check quota).",
+        status: "RESOURCE_EXHAUSTED",
+        details: [{ "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: "7s" }],
+      },
+    };
+    const error = new ApiError({
+      message: `got status: RESOURCE_EXHAUSTED. ${JSON.stringify(body)}`,
+      status: 429,
+    });
+    expect(await diagnose(error)).toMatchObject({ pattern: "RATE_LIMIT", retryAfterMs: 7_000 });
+    // Other text before a brace is not read as a body.
+    const other = new ApiError({ message: `upstream said {"error":{"code":503}}`, status: 429 });
+    expect(await diagnose(other)).toMatchObject({ pattern: "RATE_LIMIT" });
+    expect((await diagnose(other)).retryAfterMs).toBeUndefined();
   });
 
   it("openai: an error event mid-stream (no status) of type server_error is http-500, as its 500 is", async () => {
