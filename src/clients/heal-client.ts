@@ -338,6 +338,8 @@ function fallbackRoutes<R>(
 
 interface Registration {
   readonly providers: readonly string[];
+  /** The options it was made with, as JSON. */
+  readonly settings: string;
   readonly generate: WrappedTool<unknown, unknown>;
   readonly stream: HealedStreamFunction<unknown, unknown, StreamMode>;
 }
@@ -356,6 +358,20 @@ function register<Call, R, Chunk>(
 ): Registration {
   let byName = registered.get(sh);
   if (!byName) registered.set(sh, (byName = new Map<string, Registration>()));
+  const { timeoutMs, deadlineMs, plans, spans } = options;
+  const { firstTokenMs, idleMs, afterFirstToken, failOnFinish } = options;
+  // What the registration is made with: a later heal* of the same name must ask for the same, or
+  // its options would be silently those of the first (and never checked).
+  const settings = JSON.stringify([
+    timeoutMs,
+    deadlineMs,
+    plans,
+    spans,
+    firstTokenMs,
+    idleMs,
+    afterFirstToken,
+    failOnFinish,
+  ]);
   const existing = byName.get(name);
   if (existing) {
     if (existing.providers.join("\u0000") !== providers.join("\u0000")) {
@@ -364,9 +380,14 @@ function register<Call, R, Chunk>(
         `"${name}" is already healed with routes ${existing.providers.join(", ")}; give this client its own name`,
       );
     }
+    if (existing.settings !== settings) {
+      throw new SelfHealConfigError(
+        `${caller}.options`,
+        `"${name}" is already healed with other options (timeouts, plans, stream limits); give this client its own name`,
+      );
+    }
     return existing;
   }
-  const { timeoutMs, deadlineMs, plans, spans } = options;
   const shared = {
     readOnly: true, // a model call changes nothing: it is never refused
     kind: "llm" as const,
@@ -377,7 +398,6 @@ function register<Call, R, Chunk>(
     ...(plans !== undefined && { plans }),
     ...(spans !== undefined && { span: spans }),
   };
-  const { firstTokenMs, idleMs, afterFirstToken, failOnFinish } = options;
   const generate = sh.tool(name, { ...shared, isEmpty: spec.isEmpty }, spec.generate);
   const stream = sh.stream(
     `${name}:stream`,
@@ -391,7 +411,7 @@ function register<Call, R, Chunk>(
     },
     spec.stream,
   );
-  const registration = { providers, generate, stream } as unknown as Registration;
+  const registration = { providers, settings, generate, stream } as unknown as Registration;
   byName.set(name, registration);
   return registration;
 }

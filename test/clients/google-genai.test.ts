@@ -33,6 +33,7 @@ import {
   MODEL,
   open,
   readText,
+  LONG_MS,
   REQUEST,
   SDKS,
   setupFor,
@@ -281,19 +282,21 @@ for (const sdk of SDKS) {
   describe(`healGoogleGenAI, @google/genai ${sdk.version}: the client`, () => {
     it("is the same client type, the same object's members, healed once", async () => {
       const s = await setup();
+      // The options setup() heals with: a name is healed once per instance, with one set of options.
+      const same = { firstTokenMs: LONG_MS, idleMs: LONG_MS };
       expectTypeOf(s.ai).toEqualTypeOf<Client>();
       expectTypeOf(
-        healGoogleGenAI(s.sh, new GoogleGenAI({ apiKey: "k" })),
+        healGoogleGenAI(s.sh, new GoogleGenAI({ apiKey: "k" }), same),
       ).toEqualTypeOf<GoogleGenAI>();
       expectTypeOf(
-        healGoogleGenAI(s.sh, new GoogleGenAI2({ apiKey: "k" })),
+        healGoogleGenAI(s.sh, new GoogleGenAI2({ apiKey: "k" }), same),
       ).toEqualTypeOf<GoogleGenAI2>();
       expect(s.ai).not.toBe(s.raw);
       expect(s.ai.vertexai).toBe(false);
       expect(s.ai.chats).not.toBe(s.raw.chats); // healed: its chats call the healed models
       expect(s.ai.files).toBe(s.raw.files);
       expect(typeof s.ai.models.embedContent).toBe("function");
-      expect(healGoogleGenAI(s.sh, s.ai)).toBe(s.ai);
+      expect(healGoogleGenAI(s.sh, s.ai, same)).toBe(s.ai);
       const other = createSelfHealing({ agent: "other", logger: { warn: () => undefined } });
       open.push(other);
       expect(() => healGoogleGenAI(other, s.ai)).toThrow(/healed already/);

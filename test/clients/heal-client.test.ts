@@ -229,6 +229,14 @@ describe("the healed client", () => {
       name: "other",
       fallback: { provider: "b", model: "m" },
     });
+    // Same name and routes, other options: refused, not silently those of the first.
+    const options = configError(() => healFake(sh, new FakeClient("http://d"), { idleMs: 5 }));
+    expect(options.field).toBe("healFake.options");
+    expect(options.message).toMatch(/already healed with other options/);
+    configError(() =>
+      healFake(sh, new FakeClient("http://d"), { afterFirstToken: "maybe" as unknown as "fail" }),
+    );
+    healFake(sh, new FakeClient("http://d"), { idleMs: 5, name: "limits" });
   });
 
   it("calls a healed fallback raw: one selfheal call per request", async () => {
