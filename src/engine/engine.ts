@@ -99,7 +99,7 @@ export interface ToolRuntime<A, R> {
   readonly routes: readonly Route[];
   readonly labels: ToolMetricLabels;
   /**
-   * The agent and tool (`selfheal.agent.name`, `selfheal.tool.name`) on the call's child spans
+   * The agent and tool (ATTR_AGENT_NAME, ATTR_TOOL_NAME) on the call's child spans
    * (error, diagnosis, recovery), so a trace query or span metric by agent or tool finds them
    * too; the GenAI names stay on the call's own span.
    */

@@ -58,7 +58,7 @@ export interface Logger {
 }
 
 export interface SelfHealingOptions {
-  /** Agent name: `selfheal.agent.name` on every span and the `agent` label of every metric. */
+  /** Agent name: the agent attribute (ATTR_AGENT_NAME) of every span and the `agent` label of every metric. */
   agent: string;
   /** Signal store; default an in-memory store (no server). */
   store?: SignalStore;

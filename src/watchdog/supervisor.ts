@@ -109,7 +109,7 @@ export interface SupervisorOptions {
   throttleMs?: number;
   onEvent?: (event: SupervisorEvent) => void;
   clock?: Clock;
-  /** `agent` label of the watchdog metrics and `selfheal.agent.name` of its spans (default `agent`). */
+  /** `agent` label of the watchdog metrics and the agent attribute (ATTR_AGENT_NAME) of its spans (default `agent`). */
   agent?: string;
   /** Spans of verdicts and tiers; default the global provider. */
   tracerProvider?: TracerProvider | undefined;

@@ -121,7 +121,7 @@ export type WatchdogLogLine = WatchdogEventLine | WatchdogStepsLine | WatchdogLi
 type Own<T> = Omit<T, "type" | "kind" | "agent" | "session">;
 
 export interface WatchdogTelemetryOptions {
-  /** `agent` label and `selfheal.agent.name`. */
+  /** `agent` label and agent attribute (ATTR_AGENT_NAME). */
   agent: string;
   sessionId: string;
   /** Default: the global providers (no-ops until an SDK registers). */
