@@ -12,11 +12,8 @@
  * Run: npm run bench:stream-overhead [-- --rounds 7]   (writes bench/results/stream-overhead.json)
  */
 import { parseArgs } from "node:util";
-import { ExportResultCode } from "@opentelemetry/core";
-import { MeterProvider, MetricReader } from "@opentelemetry/sdk-metrics";
-import { BasicTracerProvider, BatchSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { createSelfHealing, type ChunkInfo, type StreamFormat } from "../dist/index.js";
-import { measure, report } from "./harness.js";
+import { median, recordingSdk, report, rotatedRounds } from "./harness.js";
 
 const { values } = parseArgs({ options: { rounds: { type: "string", default: "7" } } });
 const CHUNKS = 1_000;
@@ -48,29 +45,7 @@ async function drain(stream: AsyncIterable<Chunk>): Promise<number> {
   return sum;
 }
 
-/** A recording SDK that costs what instrumentation costs, not an exporter. */
-class KeepingReader extends MetricReader {
-  protected onForceFlush(): Promise<void> {
-    return Promise.resolve();
-  }
-  protected onShutdown(): Promise<void> {
-    return Promise.resolve();
-  }
-}
-const tracerProvider = new BasicTracerProvider({
-  spanProcessors: [
-    new BatchSpanProcessor(
-      {
-        export: (_spans, done) => {
-          done({ code: ExportResultCode.SUCCESS });
-        },
-        shutdown: () => Promise.resolve(),
-      },
-      { maxQueueSize: 65_536, scheduledDelayMillis: 50 },
-    ),
-  ],
-});
-const meterProvider = new MeterProvider({ readers: [new KeepingReader()] });
+const { tracerProvider, meterProvider } = recordingSdk();
 
 const plain = createSelfHealing({ agent: "bench" });
 const recorded = createSelfHealing({ agent: "bench-sdk", tracerProvider, meterProvider });
@@ -108,26 +83,15 @@ const SHORT: Cases = {
 /** Every round's ns per stream (or call), by length and case: they go to the results file. */
 const samplesNs: Record<string, Record<string, number[]>> = {};
 
-/**
- * One harness round at a time, the order of the cases rotated each round: in a fixed order the
- * case that follows the heaviest one is billed for its garbage. Medians of the rounds.
- */
+/** Medians of the rounds (harness.ts's rotatedRounds), each round's kept under `label`. */
 async function rotated(
   label: string,
   cases: Cases,
   batch: number,
 ): Promise<Record<string, number>> {
-  const entries = Object.entries(cases);
-  const samples: Record<string, number[]> = {};
-  samplesNs[label] = samples;
-  for (let round = 0; round < ROUNDS; round++) {
-    const k = round % entries.length;
-    const order = [...entries.slice(k), ...entries.slice(0, k)];
-    const ns = await measure(Object.fromEntries(order), { batch, rounds: 1, pauseMs: 100 });
-    for (const [name, value] of Object.entries(ns)) (samples[name] ??= []).push(value);
-  }
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
-  return Object.fromEntries(entries.map(([name]) => [name, median(samples[name] ?? [])]));
+  const { ns } = await rotatedRounds(cases, { batch, rounds: ROUNDS, pauseMs: 100 });
+  samplesNs[label] = ns;
+  return Object.fromEntries(Object.entries(ns).map(([name, xs]) => [name, median(xs)]));
 }
 
 const long = await rotated(`${CHUNKS} chunks`, LONG, 5);
