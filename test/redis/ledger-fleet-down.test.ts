@@ -34,11 +34,12 @@ const FLEET_WAIT_MS = 60_000;
 const DEFAULT_FLEET_WAIT_MS = 3_000;
 /**
  * How late a worker's deadline timer may fire on a busy machine, ms: a call ends when its timer
- * fires, and an event loop kept busy delays that. Kept under COMMAND_TIMEOUT_MS, the ask the
- * call used to wait out past its deadline. The exact bound (the error at the deadline itself) is
- * asserted on virtual time in test/engine/fleet-claim.test.ts.
+ * fires, and an event loop kept busy delays that (327 ms late was seen in CI with every core
+ * busy). The bound issue 42 sets: the error within the wait plus one second. The exact bound
+ * (the error at the deadline itself, not after an ask waited out) is asserted on virtual time in
+ * test/engine/fleet-claim.test.ts.
  */
-const TIMER_SLACK_MS = 250;
+const TIMER_SLACK_MS = 1_000;
 
 /**
  * The limit on waits for what takes milliseconds on an idle machine: generous, so a busy one
