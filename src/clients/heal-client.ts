@@ -17,6 +17,7 @@
  * 4. `return healing.proxy({ "chat.completions.create": healedCreate })`: the same client, its
  *    other members untouched.
  */
+import type { Attributes } from "@opentelemetry/api";
 import { SelfHealConfigError } from "../errors.js";
 import type {
   CallOptions,
@@ -451,11 +452,29 @@ export function callOptions(
   model: unknown,
   signal: AbortSignal | null | undefined,
 ): CallOptions {
-  const attributes =
-    typeof model === "string"
-      ? { [ATTR_GEN_AI_OPERATION_NAME]: operation, [ATTR_GEN_AI_REQUEST_MODEL]: model }
-      : { [ATTR_GEN_AI_OPERATION_NAME]: operation };
+  const attributes = spanAttributes(operation, typeof model === "string" ? model : undefined);
   return signal ? { signal, attributes } : { attributes };
+}
+
+/** Distinct (operation, model) attribute sets kept: a model name is the caller's text. */
+const MAX_SPAN_ATTRIBUTE_SETS = 64;
+const spanAttributeSets = new Map<string, Attributes>();
+
+/**
+ * A call's span attributes, frozen and kept by operation and model: the engine checks a frozen
+ * set once, and a client calling the same model each time builds none.
+ */
+function spanAttributes(operation: string, model: string | undefined): Attributes {
+  const key = model === undefined ? operation : `${operation}\0${model}`;
+  let attributes = spanAttributeSets.get(key);
+  if (attributes) return attributes;
+  attributes = Object.freeze(
+    model === undefined
+      ? { [ATTR_GEN_AI_OPERATION_NAME]: operation }
+      : { [ATTR_GEN_AI_OPERATION_NAME]: operation, [ATTR_GEN_AI_REQUEST_MODEL]: model },
+  );
+  if (spanAttributeSets.size < MAX_SPAN_ATTRIBUTE_SETS) spanAttributeSets.set(key, attributes);
+  return attributes;
 }
 
 /**
