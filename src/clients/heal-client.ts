@@ -480,21 +480,28 @@ function spanAttributes(operation: string, model: string | undefined): Attribute
 /**
  * The healed stream once its first item came (a failure before it rejects here, as the SDK's
  * own request would), as an iterator of the SDK's chunks: a StreamRestart (`restart`) is handed
- * to `onRestart` instead of the caller's loop, which reads the SDK's chunk types only.
+ * to `onRestart` instead of the caller's loop, which reads the SDK's chunk types only. `ended`
+ * answers a failure after the first item (the SDK's stream ends quietly when its caller aborted).
  */
 export async function openStream<Chunk>(
   healed: HealedStream<Chunk | StreamRestart>,
   onRestart: ((restart: StreamRestart) => void) | undefined,
+  ended?: (error: unknown) => IteratorResult<Chunk>,
 ): Promise<AsyncIterator<Chunk>> {
   const source = healed[Symbol.asyncIterator]();
-  const next = async (): Promise<IteratorResult<Chunk>> => {
-    for (;;) {
-      const step = await source.next();
+  type Step = IteratorResult<Chunk> | Promise<IteratorResult<Chunk>>;
+  // One promise per item: the restarts skipped and a failure answered in the same step.
+  const reader = (fail: ((error: unknown) => IteratorResult<Chunk>) | undefined) => {
+    const read = (step: IteratorResult<Chunk | StreamRestart>): Step => {
       if (step.done || !isStreamRestart(step.value)) return step as IteratorResult<Chunk>;
       onRestart?.(step.value);
-    }
+      return source.next().then(read, fail);
+    };
+    return (): Promise<IteratorResult<Chunk>> => source.next().then(read, fail);
   };
-  let pending: Promise<IteratorResult<Chunk>> | undefined = Promise.resolve(await next());
+  const next = reader(ended);
+  const first = await reader(undefined)();
+  let pending: Promise<IteratorResult<Chunk>> | undefined = Promise.resolve(first);
   return {
     next: () => {
       const step = pending ?? next();
