@@ -17,6 +17,7 @@
  * 4. `return healing.proxy({ "chat.completions.create": healedCreate })`: the same client, its
  *    other members untouched.
  */
+import type { Attributes } from "@opentelemetry/api";
 import { SelfHealConfigError } from "../errors.js";
 import type {
   CallOptions,
@@ -451,31 +452,56 @@ export function callOptions(
   model: unknown,
   signal: AbortSignal | null | undefined,
 ): CallOptions {
-  const attributes =
-    typeof model === "string"
-      ? { [ATTR_GEN_AI_OPERATION_NAME]: operation, [ATTR_GEN_AI_REQUEST_MODEL]: model }
-      : { [ATTR_GEN_AI_OPERATION_NAME]: operation };
+  const attributes = spanAttributes(operation, typeof model === "string" ? model : undefined);
   return signal ? { signal, attributes } : { attributes };
+}
+
+/** Distinct (operation, model) attribute sets kept: a model name is the caller's text. */
+const MAX_SPAN_ATTRIBUTE_SETS = 64;
+const spanAttributeSets = new Map<string, Attributes>();
+
+/**
+ * A call's span attributes, frozen and kept by operation and model: the engine checks a frozen
+ * set once, and a client calling the same model each time builds none.
+ */
+function spanAttributes(operation: string, model: string | undefined): Attributes {
+  const key = model === undefined ? operation : `${operation}\0${model}`;
+  let attributes = spanAttributeSets.get(key);
+  if (attributes) return attributes;
+  attributes = Object.freeze(
+    model === undefined
+      ? { [ATTR_GEN_AI_OPERATION_NAME]: operation }
+      : { [ATTR_GEN_AI_OPERATION_NAME]: operation, [ATTR_GEN_AI_REQUEST_MODEL]: model },
+  );
+  if (spanAttributeSets.size < MAX_SPAN_ATTRIBUTE_SETS) spanAttributeSets.set(key, attributes);
+  return attributes;
 }
 
 /**
  * The healed stream once its first item came (a failure before it rejects here, as the SDK's
  * own request would), as an iterator of the SDK's chunks: a StreamRestart (`restart`) is handed
- * to `onRestart` instead of the caller's loop, which reads the SDK's chunk types only.
+ * to `onRestart` instead of the caller's loop, which reads the SDK's chunk types only. `ended`
+ * answers a failure after the first item (the SDK's stream ends quietly when its caller aborted).
  */
 export async function openStream<Chunk>(
   healed: HealedStream<Chunk | StreamRestart>,
   onRestart: ((restart: StreamRestart) => void) | undefined,
+  ended?: (error: unknown) => IteratorResult<Chunk>,
 ): Promise<AsyncIterator<Chunk>> {
   const source = healed[Symbol.asyncIterator]();
-  const next = async (): Promise<IteratorResult<Chunk>> => {
-    for (;;) {
-      const step = await source.next();
+  type Step = IteratorResult<Chunk> | Promise<IteratorResult<Chunk>>;
+  // One promise per item: the restarts skipped and a failure answered in the same step.
+  const reader = (fail: ((error: unknown) => IteratorResult<Chunk>) | undefined) => {
+    const read = (step: IteratorResult<Chunk | StreamRestart>): Step => {
       if (step.done || !isStreamRestart(step.value)) return step as IteratorResult<Chunk>;
       onRestart?.(step.value);
-    }
+      return source.next().then(read, fail);
+    };
+    return (): Promise<IteratorResult<Chunk>> => source.next().then(read, fail);
   };
-  let pending: Promise<IteratorResult<Chunk>> | undefined = Promise.resolve(await next());
+  const next = reader(ended);
+  const first = await reader(undefined)();
+  let pending: Promise<IteratorResult<Chunk>> | undefined = Promise.resolve(first);
   return {
     next: () => {
       const step = pending ?? next();

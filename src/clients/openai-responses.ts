@@ -91,6 +91,8 @@ export const responseEvents: StreamFormat<ResponseEvent> = {
     }
   },
   completion: "finish",
+  // response.created comes first, naming the model.
+  responseModel: (event) => event.response?.model,
 };
 
 /** A final response: its status or incomplete reason is the finish reason, with its tokens. */
@@ -100,7 +102,12 @@ function finished(response: ResponseObject | null | undefined): ChunkInfo {
       ? (response.incomplete_details?.reason ?? "incomplete")
       : (response?.status ?? "completed");
   const outputTokens = response?.usage?.output_tokens;
-  return typeof outputTokens === "number" ? { finishReason, outputTokens } : { finishReason };
+  const inputTokens = response?.usage?.input_tokens;
+  return {
+    finishReason,
+    ...(typeof outputTokens === "number" && { outputTokens }),
+    ...(typeof inputTokens === "number" && { inputTokens }),
+  };
 }
 
 /** A failure the stream reported in band, with its code for diagnosis (`rate_limit_exceeded`). */

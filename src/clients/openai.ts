@@ -87,15 +87,21 @@ const ANSWER: ChunkInfo = Object.freeze({ token: true, answer: true });
 export const chatCompletionChunks: StreamFormat<ChatCompletionChunk> = {
   read(chunk) {
     const choice = chunk.choices[0];
-    const outputTokens = chunk.usage?.completion_tokens ?? undefined;
+    const outputTokens = tokens(chunk.usage?.completion_tokens);
+    // With stream_options: { include_usage: true }: a last chunk with usage and no choices.
+    const inputTokens = tokens(chunk.usage?.prompt_tokens);
     const finishReason = choice?.finish_reason ?? undefined;
-    if (finishReason !== undefined || outputTokens !== undefined) {
-      return { ...deltaInfo(choice?.delta), finishReason, outputTokens };
+    if (finishReason !== undefined || outputTokens !== undefined || inputTokens !== undefined) {
+      return { ...deltaInfo(choice?.delta), finishReason, outputTokens, inputTokens };
     }
     return deltaInfo(choice?.delta);
   },
   completion: "finish",
+  responseModel: (chunk) => chunk.model,
 };
+
+const tokens = (value: unknown): number | undefined =>
+  typeof value === "number" ? value : undefined;
 
 function deltaInfo(delta: ChatCompletionChunk["choices"][number]["delta"]): ChunkInfo | undefined {
   if (!delta) return undefined;
@@ -214,10 +220,6 @@ interface Api<Chunk> {
   readonly isEmpty: (answer: unknown) => boolean;
   /** Input and output tokens of a plain answer. */
   readonly usage: (answer: unknown) => readonly [unknown, unknown];
-  /** Input tokens a streamed chunk reports (the format reports the output tokens). */
-  readonly inputTokens: (chunk: Chunk) => unknown;
-  /** The answering model a streamed chunk names. */
-  readonly responseModel: (chunk: Chunk) => unknown;
 }
 
 const CHAT: Api<ChatCompletionChunk> = {
@@ -230,9 +232,6 @@ const CHAT: Api<ChatCompletionChunk> = {
     const usage = (answer as ChatCompletion | null)?.usage;
     return [usage?.prompt_tokens, usage?.completion_tokens];
   },
-  // With stream_options: { include_usage: true }: a last chunk with usage and no choices.
-  inputTokens: (chunk) => chunk.usage?.prompt_tokens,
-  responseModel: (chunk) => chunk.model,
 };
 
 const RESPONSES: Api<ResponseEvent> = {
@@ -245,12 +244,6 @@ const RESPONSES: Api<ResponseEvent> = {
     const usage = (answer as ResponseObject | null)?.usage;
     return [usage?.input_tokens, usage?.output_tokens];
   },
-  inputTokens: (event) =>
-    event.type === "response.completed" || event.type === "response.incomplete"
-      ? event.response?.usage?.input_tokens
-      : undefined,
-  // response.created comes first, naming the model.
-  responseModel: (event) => event.response?.model,
 };
 
 const hasCreate = (value: unknown): boolean =>
@@ -390,7 +383,7 @@ async function generateOnce<Chunk>(
   call: OpenAICall,
   ctx: CallContext,
 ): Promise<unknown> {
-  const answer = await request(api as Api<unknown>, call, ctx);
+  const answer = await request(api, call, ctx);
   reportResponseModel(ctx, (answer as { model?: unknown } | null)?.model);
   const [input, output] = api.usage(answer);
   ctx.reportUsage({
@@ -400,33 +393,18 @@ async function generateOnce<Chunk>(
   return answer;
 }
 
-/** One streamed attempt on the route selfheal picked: the SDK's stream, its input tokens read. */
+/**
+ * One streamed attempt on the route selfheal picked: the SDK's stream, read by the API's format
+ * (the answering model, and the tokens, included).
+ */
 async function streamOnce<Chunk>(
   api: Api<Chunk>,
   call: OpenAICall,
   ctx: CallContext,
 ): Promise<AsyncIterable<Chunk>> {
-  const stream = (await request(api as Api<unknown>, call, ctx)) as AsyncIterable<Chunk>;
+  const stream = (await request(api, call, ctx)) as AsyncIterable<Chunk>;
   call.opened = stream;
-  return {
-    [Symbol.asyncIterator]() {
-      const source = stream[Symbol.asyncIterator]();
-      let model = false;
-      const peek = (step: IteratorResult<Chunk>) => {
-        if (!step.done) {
-          if (!model) model = reportResponseModel(ctx, api.responseModel(step.value));
-          const input = api.inputTokens(step.value);
-          if (typeof input === "number") ctx.reportUsage({ inputTokens: input });
-        }
-        return step;
-      };
-      return {
-        next: () => source.next().then(peek),
-        return: (value?: unknown) =>
-          source.return?.(value) ?? Promise.resolve({ done: true, value: undefined }),
-      };
-    },
-  };
+  return stream;
 }
 
 /** `gen_ai.provider.name` of a client: Azure OpenAI's (`AzureOpenAI`), else OpenAI's API. */
@@ -435,11 +413,9 @@ function genAiProvider(client: OpenAIClient): string {
   return name === "AzureOpenAI" ? GEN_AI_PROVIDERS.azureOpenai : GEN_AI_PROVIDERS.openai;
 }
 
-/** The model that answered, as the answer names it; whether it did. */
-function reportResponseModel(ctx: CallContext, model: unknown): boolean {
-  if (typeof model !== "string" || model === "") return false;
-  ctx.reportModel({ responseModel: model });
-  return true;
+/** The model that answered, as the answer names it. */
+function reportResponseModel(ctx: CallContext, model: unknown): void {
+  if (typeof model === "string" && model !== "") ctx.reportModel({ responseModel: model });
 }
 
 /** Empty: no choice with text that is not blank, a refusal, a tool call or audio. */

@@ -118,16 +118,11 @@ export async function healedSdkStream<Chunk>(
   controller: AbortController,
   onRestart: ((restart: StreamRestart) => void) | undefined,
 ): Promise<AsyncIterable<Chunk>> {
-  const opened = await openStream(healed, onRestart);
   const ended = (error: unknown): IteratorResult<Chunk> => {
     if (controller.signal.aborted) return { done: true, value: undefined };
     throw error;
   };
-  const iterator: AsyncIterator<Chunk> = {
-    next: () => opened.next().catch(ended),
-    return: (value?: unknown) =>
-      opened.return?.(value) ?? Promise.resolve({ done: true, value: undefined }),
-  };
+  const iterator = await openStream(healed, onRestart, ended);
   let consumed = false;
   const iterate = (): AsyncIterator<Chunk> => {
     if (consumed) {

@@ -169,7 +169,10 @@ class RunningAttempt<R> extends AttemptContext implements Expiring {
     // A model request (an LLM tool's, or one that reported its model or tokens): its duration,
     // tokens and cost, now that it has reported all it will. A priced API that is not a model
     // (payments) is not model spend.
-    if (this.#labels.llm !== undefined || this.usage !== undefined || this.model !== undefined)
+    if (
+      this.#engine.metrics.recordsModelRequests &&
+      (this.#labels.llm !== undefined || this.usage !== undefined || this.model !== undefined)
+    )
       this.#engine.metrics.modelRequest(this.#labels, {
         request: modelRequest(this.model, this.provider, this.providerConfig?.model),
         durationMs:

@@ -57,6 +57,8 @@ export class StreamAttempt<C> {
   #answered = false;
   #finishReason: string | undefined;
   #outputTokens: number | undefined;
+  /** Whether a chunk named the answering model (the format is asked until one does). */
+  #modelNamed = false;
   /** The last failure the source reported in band. */
   #error: unknown;
   #held: C[] = [];
@@ -133,10 +135,19 @@ export class StreamAttempt<C> {
     this.#chunks++;
     this.#lastAt = this.clock.now();
     if (this.#chunks === 1) this.#firstChunkAt = this.#lastAt;
-    const info = this.limits.format.read(chunk);
+    const { format } = this.limits;
+    if (!this.#modelNamed && format.responseModel !== undefined) {
+      const model = format.responseModel(chunk);
+      if (typeof model === "string" && model !== "") {
+        this.#modelNamed = true;
+        this.ctx.reportModel({ responseModel: model });
+      }
+    }
+    const info = format.read(chunk);
     if (info !== undefined) {
       if (info.finishReason !== undefined) this.#finishReason = info.finishReason;
       if (info.outputTokens !== undefined) this.#outputTokens = info.outputTokens;
+      if (info.inputTokens !== undefined) this.ctx.reportUsage({ inputTokens: info.inputTokens });
       if (info.error !== undefined) this.#error = info.error;
       if (info.answer) this.#answered = true;
       if (info.token && this.#firstTokenAt === undefined) this.#firstToken();

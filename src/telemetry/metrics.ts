@@ -1,5 +1,5 @@
 import type { Attributes, Counter, Histogram, MeterProvider } from "@opentelemetry/api";
-import { metrics } from "@opentelemetry/api";
+import { createNoopMeter, metrics } from "@opentelemetry/api";
 import {
   CALL_OUTCOMES,
   DURATION_BUCKETS_SECONDS,
@@ -75,7 +75,24 @@ export interface ToolMetricLabels {
   recoveryRun: Record<RecoveryOutcome, Attributes>;
   /** Present for streamed calls: failed-attempt labels by pattern (METRIC_STREAM_FAILURES). */
   stream?: Record<Pattern, Attributes>;
+  /** The GenAI label sets of the model requests seen so far, by request (see `modelRequest`). */
+  genAi?: Map<string, GenAiLabels>;
 }
+
+/** The label sets of one model request: its duration's, and its token usage's by type. */
+interface GenAiLabels {
+  readonly base: Attributes;
+  readonly input: Attributes;
+  readonly output: Attributes;
+}
+
+/** Distinct model requests whose label sets a tool keeps (a response's model is the server's). */
+const MAX_GEN_AI_LABEL_SETS = 32;
+
+/** A noop meter's instruments, by class: they never record (the metrics API has no proxy). */
+const NOOP_METER = createNoopMeter();
+const NOOP_HISTOGRAM: unknown = NOOP_METER.createHistogram("noop").constructor;
+const NOOP_COUNTER: unknown = NOOP_METER.createCounter("noop").constructor;
 
 /** One model request (an attempt of a model call), as the metrics record it. */
 export interface ModelAttempt {
@@ -115,6 +132,12 @@ export class SelfHealMetrics {
   private readonly tokenUsage: Histogram;
   private readonly operationDuration: Histogram;
   private readonly llmCost: Counter;
+  /**
+   * Whether the model request instruments record: false on the API's noop meter (no metrics SDK
+   * registered when selfheal started, which the metrics API never changes afterwards), so a
+   * call skips building their labels.
+   */
+  readonly recordsModelRequests: boolean;
 
   // Long on purpose: every instrument of the telemetry contract, created once.
   constructor(
@@ -219,6 +242,10 @@ export class SelfHealMetrics {
     this.llmCost = meter.createCounter(METRIC_LLM_COST, {
       description: "Spend of model calls (every attempt), USD, by provider and model.",
     });
+    this.recordsModelRequests =
+      this.operationDuration.constructor !== NOOP_HISTOGRAM ||
+      this.tokenUsage.constructor !== NOOP_HISTOGRAM ||
+      this.llmCost.constructor !== NOOP_COUNTER;
     meter
       .createObservableGauge(METRIC_CIRCUIT_STATE, {
         description: "Circuit breaker state per dependency: 0 closed, 1 half-open, 2 open.",
@@ -279,21 +306,15 @@ export class SelfHealMetrics {
    */
   modelRequest(labels: ToolMetricLabels, attempt: ModelAttempt): void {
     const { request, durationMs, errorType, usage, usd } = attempt;
-    const base = requestAttributes(labels.duration, request);
+    const gen = genAiLabels(labels, request);
     if (durationMs !== undefined) {
       this.operationDuration.record(
         durationMs / 1000,
-        errorType === undefined ? base : { ...base, [ATTR_ERROR_TYPE]: errorType },
+        errorType === undefined ? gen.base : { ...gen.base, [ATTR_ERROR_TYPE]: errorType },
       );
     }
-    if (usage?.inputTokens !== undefined) {
-      const input = { ...base, [ATTR_GEN_AI_TOKEN_TYPE]: GEN_AI_TOKEN_INPUT };
-      this.tokenUsage.record(usage.inputTokens, input);
-    }
-    if (usage?.outputTokens !== undefined) {
-      const output = { ...base, [ATTR_GEN_AI_TOKEN_TYPE]: GEN_AI_TOKEN_OUTPUT };
-      this.tokenUsage.record(usage.outputTokens, output);
-    }
+    if (usage?.inputTokens !== undefined) this.tokenUsage.record(usage.inputTokens, gen.input);
+    if (usage?.outputTokens !== undefined) this.tokenUsage.record(usage.outputTokens, gen.output);
     if (usd > 0)
       this.llmCost.add(usd, {
         ...labels.duration,
@@ -369,6 +390,33 @@ export class SelfHealMetrics {
     if (labels.stream) this.streamFailures.add(1, labels.stream[pattern]);
   }
 }
+
+/**
+ * The label sets of a model request, kept per tool for the requests it makes again (most calls
+ * ask the same model of the same provider): no label set is built per attempt.
+ */
+function genAiLabels(labels: ToolMetricLabels, request: ModelRequest): GenAiLabels {
+  const key =
+    keyPart(request.operation) +
+    keyPart(request.provider) +
+    keyPart(request.requestModel) +
+    keyPart(request.responseModel);
+  const known = labels.genAi?.get(key);
+  if (known) return known;
+  const base = requestAttributes(labels.duration, request);
+  const made: GenAiLabels = {
+    base,
+    input: { ...base, [ATTR_GEN_AI_TOKEN_TYPE]: GEN_AI_TOKEN_INPUT },
+    output: { ...base, [ATTR_GEN_AI_TOKEN_TYPE]: GEN_AI_TOKEN_OUTPUT },
+  };
+  labels.genAi ??= new Map();
+  if (labels.genAi.size < MAX_GEN_AI_LABEL_SETS) labels.genAi.set(key, made);
+  return made;
+}
+
+/** One field of a request's key, unambiguous whatever its text. */
+const keyPart = (value: string | undefined): string =>
+  value === undefined ? "-" : `${value.length}:${value}`;
 
 function byPattern(base: Attributes): Record<Pattern, Attributes> {
   const out = {} as Record<Pattern, Attributes>;

@@ -41,7 +41,7 @@ describe("responseEvents", () => {
         type: "response.completed",
         response: { status: "completed", usage: { input_tokens: 3, output_tokens: 7 } },
       }),
-    ).toEqual({ finishReason: "completed", outputTokens: 7 });
+    ).toEqual({ finishReason: "completed", outputTokens: 7, inputTokens: 3 });
     expect(
       read({
         type: "response.incomplete",

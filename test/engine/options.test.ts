@@ -1124,6 +1124,24 @@ describe("a wrapped tool refuses bad per-call options before it runs", () => {
     expect(ran).toBe(false);
   });
 
+  it("a frozen attribute set is checked once; a bad one, or one with an array (which may change), every call", async () => {
+    const { sh } = virtualInstance();
+    const t = sh.tool("lookup", { readOnly: true }, () => 1);
+    const good = Object.freeze({ "mcp.method.name": "tools/call", "mcp.request.id": 3 });
+    for (let i = 0; i < 2; i++) expect(await t(undefined, { attributes: good })).toBe(1);
+    const bad = Object.freeze({ "mcp.session.id": Number.NaN });
+    for (let i = 0; i < 2; i++) {
+      const error = await t(undefined, { attributes: bad }).catch((e: unknown) => e);
+      expect(isSelfHealConfigError(error)).toBe(true);
+    }
+    const sizes = [1, 2];
+    const withArray = Object.freeze({ sizes });
+    expect(await t(undefined, { attributes: withArray })).toBe(1);
+    sizes.push(Number.NaN);
+    const error = await t(undefined, { attributes: withArray }).catch((e: unknown) => e);
+    expect((error as SelfHealConfigError).field).toBe("lookup(args, options).attributes.sizes");
+  });
+
   it("per-call options that are not an object are named", async () => {
     const { sh } = virtualInstance();
     const t = sh.tool("lookup", { readOnly: true }, () => 1);

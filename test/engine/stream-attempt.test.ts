@@ -176,6 +176,30 @@ describe("a streamed attempt", () => {
     expect(tokens).toEqual([7, undefined]);
   });
 
+  it("reports the input tokens and the answering model a format reads, the model from the first chunk naming one", async () => {
+    const { sh, clock, otel } = setup();
+    const named: StreamFormat<Part> = {
+      read: (p) => ("finish" in p ? { finishReason: p.finish, inputTokens: 5 } : read(p)),
+      completion: "finish",
+      responseModel: (p) => ("text" in p ? (p.text === "" ? "" : `model-${p.text}`) : undefined),
+    };
+    const parts = source(clock, [{ text: "" }, { text: "a" }, { text: "b" }, { finish: "stop" }]);
+    const chat = sh.stream("named", { readOnly: true, format: named }, (_: string, ctx) =>
+      parts.run(ctx.signal),
+    );
+    await drain(clock, chat("hi"));
+    const [span] = otel.named("agent.tool_call");
+    expect(span?.attributes["gen_ai.usage.input_tokens"]).toBe(5);
+    expect(span?.attributes["gen_ai.response.model"]).toBe("model-a");
+    expect(() =>
+      sh.stream(
+        "bad",
+        { readOnly: true, format: { ...named, responseModel: "x" as never } },
+        (_: string, ctx) => parts.run(ctx.signal),
+      ),
+    ).toThrow(/format\.responseModel/);
+  });
+
   it("the caller's abort ends the attempt and closes the source; an aborted signal fails at once", async () => {
     const { sh, clock } = setup();
     const hanging = source(clock, [{ text: "a" }, "hang"]);

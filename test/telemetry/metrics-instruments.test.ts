@@ -4,6 +4,7 @@
  * starts at 0, and the exact attributes and values every record function writes.
  */
 import type { Attributes, Meter, MeterProvider as ApiMeterProvider } from "@opentelemetry/api";
+import { createNoopMeter } from "@opentelemetry/api";
 import {
   DataPointType,
   MeterProvider,
@@ -289,6 +290,21 @@ describe("SelfHealMetrics: the instruments", () => {
       ],
     });
     expect(GEN_AI_DURATION_BUCKETS_SECONDS).toHaveLength(14);
+  });
+});
+
+describe("SelfHealMetrics: model requests on a noop meter", () => {
+  it("records them on a MeterProvider, and knows that the API's noop meter records nothing", () => {
+    expect(setup().metrics.recordsModelRequests).toBe(true);
+    const noop = new SelfHealMetrics(
+      AGENT,
+      { getMeter: () => createNoopMeter() }, // what the API gives while no SDK is registered
+      () => undefined,
+      () => [],
+      () => undefined,
+      () => undefined,
+    );
+    expect(noop.recordsModelRequests).toBe(false);
   });
 });
 

@@ -53,17 +53,28 @@ const NO_CALL_OPTIONS: CallOptions = Object.freeze({});
 const isAttributeValue = (v: unknown): boolean =>
   typeof v === "string" || typeof v === "boolean" || (typeof v === "number" && Number.isFinite(v));
 
+/**
+ * Frozen attribute sets of scalars already checked: they cannot change, so a set passed on every
+ * call (the healed clients' own) is checked once.
+ */
+const CHECKED_ATTRIBUTES = new WeakSet<object>();
+
 /** Span attributes: a plain object of strings, finite numbers and booleans (or arrays of one). */
 function checkAttributes(value: unknown, field: string): void {
+  if (typeof value === "object" && value !== null && CHECKED_ATTRIBUTES.has(value)) return;
   const o = object(value, field);
+  let scalars = true;
   for (const [key, v] of Object.entries(o)) {
-    const ok = Array.isArray(v) ? v.every(isAttributeValue) : isAttributeValue(v);
+    const array = Array.isArray(v);
+    if (array) scalars = false;
+    const ok = array ? v.every(isAttributeValue) : isAttributeValue(v);
     if (!ok)
       throw new SelfHealConfigError(
         `${field}.${key}`,
         "expected a string, a finite number, a boolean, or an array of them",
       );
   }
+  if (scalars && Object.isFrozen(o)) CHECKED_ATTRIBUTES.add(o);
 }
 
 /**

@@ -14,6 +14,8 @@ export interface ChunkInfo {
   readonly finishReason?: string | undefined;
   /** Output tokens the provider reported (usually on the last chunk). */
   readonly outputTokens?: number | undefined;
+  /** Input tokens the provider reported: the attempt's, as soon as its chunk is read. */
+  readonly inputTokens?: number | undefined;
   /**
    * A failure the source reported in band (an SDK's error part). The stream goes on; if it then
    * does not complete, this is what failed it (thrown as is before the first token, as the
@@ -30,6 +32,11 @@ export interface ChunkInfo {
 export interface StreamFormat<C> {
   read(chunk: C): ChunkInfo | undefined;
   readonly completion: "finish" | "end";
+  /**
+   * The model that answered, as a chunk names it (`gen_ai.response.model`): asked of each chunk
+   * until one names it (a non-empty string).
+   */
+  responseModel?(chunk: C): unknown;
 }
 
 const EVERY_CHUNK: ChunkInfo = Object.freeze({ token: true, answer: true });
@@ -124,6 +131,10 @@ export function splitStreamOptions<A, C>(
   optionalChoice(o.afterFirstToken, STREAM_MODES, `${field}.afterFirstToken`);
   if (o.format !== undefined) withMethods(o.format, `${field}.format`, ["read"]);
   const format = (o.format ?? PLAIN_CHUNKS) as StreamFormat<C>;
+  const responseModel = (format as { responseModel?: unknown }).responseModel;
+  if (responseModel !== undefined && typeof responseModel !== "function") {
+    throw new SelfHealConfigError(`${field}.format.responseModel`, "expected a function");
+  }
   const completion: unknown = format.completion;
   if (completion !== "finish" && completion !== "end") {
     throw new SelfHealConfigError(
