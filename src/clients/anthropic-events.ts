@@ -58,14 +58,12 @@ export const ANTHROPIC_FAIL_ON_FINISH: readonly string[] = Object.freeze([
  * `stop_reason` completes the stream (an end without one is a cut; the reasons of
  * ANTHROPIC_FAIL_ON_FINISH fail it unless `failOnFinish` says otherwise) with its
  * `usage.output_tokens`, and an `error` event is the provider's failure, diagnosed as itself
- * (`overloaded_error`: SERVICE_DOWN, `rate_limit_error`: RATE_LIMIT). `message_start`,
- * `content_block_stop`, `message_stop` and `ping` carry no token, though any event shows the
- * stream is not silent.
+ * (`overloaded_error`: SERVICE_DOWN, `rate_limit_error`: RATE_LIMIT). `message_start` names the
+ * answering model and the input tokens (the cache's included); it, `content_block_stop`,
+ * `message_stop` and `ping` carry no token, though any event shows the stream is not silent.
  *
- * The stop reason, not `message_stop`, is the terminal signal here: it comes once every content
- * block is closed, and `message_stop` after it carries nothing (a format reads one event at a
- * time, and only the stop reason says how the answer ended). `healAnthropic` checks that
- * `message_stop` came too.
+ * Completion is `finish-and-end`: the stop reason says how the answer ended, and `message_stop`
+ * must follow it, so a stream cut between the two is cut.
  */
 export const anthropicMessageEvents: StreamFormat<AnthropicMessageEvent> = Object.freeze({
   read(event: AnthropicMessageEvent): ChunkInfo | undefined {
@@ -74,6 +72,12 @@ export const anthropicMessageEvents: StreamFormat<AnthropicMessageEvent> = Objec
         return deltaInfo(event.delta);
       case "content_block_start":
         return blockInfo(event.content_block);
+      case "message_start": {
+        const inputTokens = messageInputTokens(event.message?.usage);
+        return inputTokens === undefined ? undefined : { inputTokens };
+      }
+      case "message_stop":
+        return END;
       case "message_delta": {
         const finishReason = event.delta?.stop_reason ?? undefined;
         const outputTokens = tokenCount(event.usage?.output_tokens);
@@ -87,8 +91,35 @@ export const anthropicMessageEvents: StreamFormat<AnthropicMessageEvent> = Objec
         return undefined;
     }
   },
-  completion: "finish" as const,
+  completion: "finish-and-end" as const,
+  responseModel: (event: AnthropicMessageEvent) =>
+    event.type === "message_start" ? event.message?.model : undefined,
 });
+
+const END: ChunkInfo = Object.freeze({ end: true });
+
+/**
+ * The input tokens of a request: every input token it used, read from the cache or written to
+ * it too (the GenAI conventions' `gen_ai.usage.input_tokens` for Anthropic).
+ */
+export function messageInputTokens(
+  usage:
+    | {
+        input_tokens?: number | null;
+        cache_creation_input_tokens?: number | null;
+        cache_read_input_tokens?: number | null;
+      }
+    | null
+    | undefined,
+): number | undefined {
+  const input = tokenCount(usage?.input_tokens);
+  if (input === undefined) return undefined;
+  return (
+    input +
+    (tokenCount(usage?.cache_creation_input_tokens) ?? 0) +
+    (tokenCount(usage?.cache_read_input_tokens) ?? 0)
+  );
+}
 
 /** A token count from the wire: a whole number, not negative; anything else is no count. */
 export function tokenCount(value: unknown): number | undefined {

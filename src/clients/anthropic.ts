@@ -16,6 +16,7 @@ import type { CallContext, SelfHealing } from "../index.js";
 import {
   ANTHROPIC_FAIL_ON_FINISH,
   anthropicMessageEvents,
+  messageInputTokens,
   tokenCount,
   type AnthropicMessageEvent,
 } from "./anthropic-events.js";
@@ -225,78 +226,18 @@ async function streamOnce(
 ): Promise<AsyncIterable<AnthropicMessageEvent>> {
   const stream = (await send(call, ctx)) as AsyncIterable<AnthropicMessageEvent>;
   call.opened = stream;
-  return watched(stream, ctx);
+  // anthropicMessageEvents reads the model, the tokens and the end on the way.
+  return stream;
 }
 
-/**
- * The SDK's stream, read on the way: `message_start` for the input tokens and the answering model
- * (the format reports the output tokens, from `message_delta`), and the end: a stream whose
- * message got its stop reason but not its `message_stop` was cut between the two (the format,
- * which reads one event at a time, would count it complete).
- */
-function watched(
-  stream: AsyncIterable<AnthropicMessageEvent>,
-  ctx: CallContext,
-): AsyncIterable<AnthropicMessageEvent> {
-  return {
-    [Symbol.asyncIterator]() {
-      const source = stream[Symbol.asyncIterator]();
-      let stopReason = false;
-      let stopped = false;
-      return {
-        next: async () => {
-          const step = await source.next();
-          if (step.done) {
-            if (stopReason && !stopped) throw cutBeforeStop();
-            return step;
-          }
-          const event = step.value;
-          if (event.type === "message_stop") stopped = true;
-          else if (event.type === "message_delta") stopReason ||= Boolean(event.delta?.stop_reason);
-          else if (event.type === "message_start") {
-            reportResponseModel(ctx, event.message?.model);
-            // Its output_tokens are the first few: message_delta's count is the answer's.
-            const input = inputTokens(event.message?.usage);
-            if (input !== undefined) ctx.reportUsage({ inputTokens: input });
-          }
-          return step;
-        },
-        return: (value?: unknown) =>
-          source.return?.(value) ?? Promise.resolve({ done: true, value: undefined }),
-      };
-    },
-  };
-}
-
-/** The connection closed before `message_stop`: Node's premature close, as a socket's would be. */
-function cutBeforeStop(): Error {
-  return Object.assign(
-    new Error("selfheal: the Messages stream ended after its stop reason, before message_stop"),
-    { code: "ERR_STREAM_PREMATURE_CLOSE" },
-  );
-}
-
-/**
- * The tokens of an answer: the input is every input token the request used, read from the cache
- * or written to it too (the GenAI conventions' `gen_ai.usage.input_tokens` for Anthropic).
- */
+/** The tokens of an answer (the input's: see messageInputTokens). */
 function reportUsage(ctx: CallContext, usage: Usage | null | undefined): void {
-  const input = inputTokens(usage);
+  const input = messageInputTokens(usage);
   const output = tokenCount(usage?.output_tokens);
   ctx.reportUsage({
     ...(input !== undefined && { inputTokens: input }),
     ...(output !== undefined && { outputTokens: output }),
   });
-}
-
-function inputTokens(usage: Usage | null | undefined): number | undefined {
-  const input = tokenCount(usage?.input_tokens);
-  if (input === undefined) return undefined;
-  return (
-    input +
-    (tokenCount(usage?.cache_creation_input_tokens) ?? 0) +
-    (tokenCount(usage?.cache_read_input_tokens) ?? 0)
-  );
 }
 
 /** Empty: no text that is not blank, and no tool call (thinking alone is no answer). */

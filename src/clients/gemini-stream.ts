@@ -54,18 +54,24 @@ const ANSWER: ChunkInfo = Object.freeze({ token: true, answer: true });
  * stream (an end without one is a cut); a blocked prompt (`promptFeedback.blockReason`, no
  * candidates) finishes with its block reason. Output tokens are `candidatesTokenCount` plus
  * `thoughtsTokenCount` (what is billed as output, as OpenAI's `completion_tokens` count
- * reasoning). Finish reasons other than STOP fail by default: GEMINI_FAIL_ON_FINISH.
+ * reasoning), input tokens `promptTokenCount`, the answering model `modelVersion`. Finish
+ * reasons other than STOP fail by default: GEMINI_FAIL_ON_FINISH.
  */
 export const geminiChunks: StreamFormat<GeminiChunk> = Object.freeze({
   read(chunk: GeminiChunk): ChunkInfo | undefined {
     const candidate = chunk.candidates?.[0];
     const info = partsInfo(candidate?.content?.parts);
     const finishReason = candidate?.finishReason ?? chunk.promptFeedback?.blockReason ?? undefined;
-    const outputTokens = outputTokensOf(chunk.usageMetadata);
-    if (finishReason === undefined && outputTokens === undefined) return info;
-    return { ...info, finishReason, outputTokens };
+    const usage = chunk.usageMetadata;
+    const outputTokens = outputTokensOf(usage);
+    // Every chunk may repeat the running usage: the engine keeps the last count.
+    const inputTokens = usage?.promptTokenCount ?? undefined;
+    if (finishReason === undefined && outputTokens === undefined && inputTokens === undefined)
+      return info;
+    return { ...info, finishReason, outputTokens, inputTokens };
   },
   completion: "finish" as const,
+  responseModel: (chunk: GeminiChunk) => chunk.modelVersion,
 });
 
 /** What a chunk's parts carry: an answer beats a token, a token beats nothing. */

@@ -233,40 +233,8 @@ async function streamOnce(
   ctx: CallContext,
 ): Promise<AsyncIterable<GeminiChunk>> {
   const { models, model } = modelsOfRoute(call, ctx);
-  const stream = await models.generateContentStream(attemptParams(call.params, model, ctx));
-  return reportingInput(stream, ctx);
-}
-
-/**
- * The stream, the answering model and the prompt's tokens reported from its first chunk that
- * counts them (every chunk carries the running usage; `geminiChunks` reports the output tokens). Its `return()`
- * is the SDK stream's own, so abandoning an attempt ends its request at once.
- */
-function reportingInput(
-  stream: AsyncIterable<GeminiChunk>,
-  ctx: CallContext,
-): AsyncIterable<GeminiChunk> {
-  return {
-    [Symbol.asyncIterator]() {
-      const source = stream[Symbol.asyncIterator]();
-      const iterator: AsyncIterator<GeminiChunk> = {
-        next: async () => {
-          const step = await source.next();
-          if (step.done) return step;
-          reportResponseModel(ctx, step.value);
-          const input = step.value.usageMetadata?.promptTokenCount;
-          if (typeof input === "number") {
-            ctx.reportUsage({ inputTokens: input });
-            iterator.next = () => source.next();
-          }
-          return step;
-        },
-        return: (value?: unknown) =>
-          source.return?.(value) ?? Promise.resolve({ done: true, value: undefined }),
-      };
-      return iterator;
-    },
-  };
+  // geminiChunks reads the answering model and the tokens on the way.
+  return models.generateContentStream(attemptParams(call.params, model, ctx));
 }
 
 /**

@@ -57,6 +57,9 @@ export class StreamAttempt<C> {
   #answered = false;
   #finishReason: string | undefined;
   #outputTokens: number | undefined;
+  #inputTokens: number | undefined;
+  /** Whether the API's end event came after the finish reason (`completion: "finish-and-end"`). */
+  #ended = false;
   /** Whether a chunk named the answering model (the format is asked until one does). */
   #modelNamed = false;
   /** The last failure the source reported in band. */
@@ -145,9 +148,13 @@ export class StreamAttempt<C> {
     }
     const info = format.read(chunk);
     if (info !== undefined) {
-      if (info.finishReason !== undefined) this.#finishReason = info.finishReason;
+      if (info.finishReason !== undefined) {
+        this.#finishReason = info.finishReason;
+        this.#ended = false;
+      }
+      if (info.end) this.#ended = this.#finishReason !== undefined;
       if (info.outputTokens !== undefined) this.#outputTokens = info.outputTokens;
-      if (info.inputTokens !== undefined) this.ctx.reportUsage({ inputTokens: info.inputTokens });
+      if (info.inputTokens !== undefined) this.#inputTokens = info.inputTokens;
       if (info.error !== undefined) this.#error = info.error;
       if (info.answer) this.#answered = true;
       if (info.token && this.#firstTokenAt === undefined) this.#firstToken();
@@ -190,9 +197,16 @@ export class StreamAttempt<C> {
 
   #complete(): void {
     const reason = this.#finishReason;
-    const cut = reason === undefined && this.limits.format.completion === "finish";
-    if (cut || (reason !== undefined && this.limits.failOnFinish.has(reason))) {
-      this.#fail(this.#incomplete(reason ?? "cut"), false);
+    const { completion } = this.limits.format;
+    const cut =
+      (reason === undefined && completion !== "end") ||
+      (completion === "finish-and-end" && !this.#ended);
+    if (cut) {
+      this.#fail(this.#incomplete("cut"), false);
+      return;
+    }
+    if (reason !== undefined && this.limits.failOnFinish.has(reason)) {
+      this.#fail(this.#incomplete(reason), false);
       return;
     }
     if (!this.#settle()) return;
@@ -248,6 +262,8 @@ export class StreamAttempt<C> {
     this.#settled = true;
     this.#cancelTimer?.();
     this.ctx.signal.removeEventListener("abort", this.#onAbort);
+    // A failed attempt's prompt was read and billed too.
+    if (this.#inputTokens !== undefined) this.ctx.reportUsage({ inputTokens: this.#inputTokens });
     return true;
   }
 

@@ -37,8 +37,25 @@ function summary(events: readonly AnthropicMessageEvent[]) {
 }
 
 describe("anthropicMessageEvents", () => {
-  it("completes at the stop reason: a finish reason is required (an end without one is a cut)", () => {
-    expect(anthropicMessageEvents.completion).toBe("finish");
+  it("completes at the stop reason followed by message_stop (an end without both is a cut)", () => {
+    expect(anthropicMessageEvents.completion).toBe("finish-and-end");
+    expect(read({ type: "message_stop" })).toEqual({ end: true });
+  });
+
+  it("reads the input tokens (the cache's included) and the model from message_start", () => {
+    const start = {
+      type: "message_start",
+      message: {
+        model: "claude-sonnet-4-5-20250929",
+        usage: { input_tokens: 5, cache_creation_input_tokens: 7, cache_read_input_tokens: 11 },
+      },
+    };
+    expect(read(start)).toEqual({ inputTokens: 23 });
+    expect(anthropicMessageEvents.responseModel?.(start)).toBe("claude-sonnet-4-5-20250929");
+    expect(anthropicMessageEvents.responseModel?.({ type: "message_delta" })).toBeUndefined();
+    expect(read({ type: "message_start", message: { usage: { input_tokens: -1 } } })).toBe(
+      undefined,
+    );
   });
 
   it("reads a text answer: its deltas are answer tokens, message_delta the finish and usage", () => {
@@ -129,7 +146,7 @@ describe("anthropicMessageEvents", () => {
 
   it("gives no token for the events around the content, nor for empty deltas", () => {
     for (const type of ["message_start", "content_block_stop", "message_stop", "ping"]) {
-      expect(read({ type, message: { usage: { input_tokens: 5 } } })).toBeUndefined();
+      expect(read({ type, message: { usage: { input_tokens: 5 } } })?.token).toBeUndefined();
     }
     expect(
       read({ type: "content_block_start", content_block: { type: "text", text: "" } }),

@@ -455,8 +455,8 @@ describe("healAnthropic: messages.create({ stream: true })", () => {
     expect(seen.text).toBe(TEXT);
     expect(isStreamInterruptedError(seen.error)).toBe(true);
     const cause = (seen.error as Error).cause;
+    // The stop reason came, message_stop did not: a cut, not a completion.
     expect(cause).toMatchObject({ type: "cut" });
-    expect((cause as Error).cause).toMatchObject({ code: "ERR_STREAM_PREMATURE_CLOSE" });
   });
 
   it("restart: a stalled stream starts again on the fallback client, onRestart told", async () => {

@@ -125,21 +125,21 @@ const SAFETY = seq([
 describe("geminiChunks.read", () => {
   const read = (chunks: GeminiChunk[]) => chunks.map((c) => geminiChunks.read(c));
 
-  it("text is an answer token; the STOP chunk completes with the output tokens", () => {
+  it("text is an answer token; the STOP chunk completes with the output tokens; each chunk repeats the input tokens", () => {
     expect(read(TEXT)).toEqual([
-      { token: true, answer: true, finishReason: undefined, outputTokens: 2 },
-      { token: true, answer: true, finishReason: undefined, outputTokens: 7 },
-      { token: true, answer: true, finishReason: undefined, outputTokens: 11 },
-      { finishReason: "STOP", outputTokens: 11 },
+      { token: true, answer: true, finishReason: undefined, inputTokens: 9, outputTokens: 2 },
+      { token: true, answer: true, finishReason: undefined, inputTokens: 9, outputTokens: 7 },
+      { token: true, answer: true, finishReason: undefined, inputTokens: 9, outputTokens: 11 },
+      { finishReason: "STOP", inputTokens: 9, outputTokens: 11 },
     ]);
     expect(geminiChunks.completion).toBe("finish");
   });
 
   it("a thought is a token without an answer; output tokens count the thinking", () => {
     expect(read(THINKING)).toEqual([
-      { token: true, finishReason: undefined, outputTokens: 40 },
-      { token: true, answer: true, finishReason: undefined, outputTokens: 266 },
-      { finishReason: "STOP", outputTokens: 266 },
+      { token: true, finishReason: undefined, inputTokens: 9, outputTokens: 40 },
+      { token: true, answer: true, finishReason: undefined, inputTokens: 9, outputTokens: 266 },
+      { finishReason: "STOP", inputTokens: 9, outputTokens: 266 },
     ]);
   });
 
@@ -170,7 +170,7 @@ describe("geminiChunks.read", () => {
 
   it("a blocked prompt finishes with its block reason; no candidates, no tokens", () => {
     expect(read(PROMPT_BLOCKED)).toEqual([
-      { finishReason: "PROHIBITED_CONTENT", outputTokens: undefined },
+      { finishReason: "PROHIBITED_CONTENT", outputTokens: undefined, inputTokens: 9 },
     ]);
   });
 

@@ -200,6 +200,57 @@ describe("a streamed attempt", () => {
     ).toThrow(/format\.responseModel/);
   });
 
+  it("input tokens: the last count a chunk read, once, on a failed attempt too", async () => {
+    const { sh, clock, otel } = setup();
+    // A provider that repeats its running usage on every chunk (Gemini) counts once.
+    const running: StreamFormat<Part> = {
+      read: (p) => ({ ...read(p), inputTokens: 9 }),
+      completion: "finish",
+    };
+    const whole = source(clock, [{ text: "a" }, { text: "b" }, { finish: "stop" }]);
+    const cut = source(clock, [{ text: "a" }, { text: "b" }]);
+    const a = sh.stream("whole", { readOnly: true, format: running }, (_: string, ctx) =>
+      whole.run(ctx.signal),
+    );
+    const b = sh.stream("cut", { readOnly: true, format: running }, (_: string, ctx) =>
+      cut.run(ctx.signal),
+    );
+    await drain(clock, a("hi"));
+    expect(isStreamInterruptedError((await drain(clock, b("hi"))).error)).toBe(true);
+    const input = otel
+      .named("agent.tool_call")
+      .map((span) => span.attributes["gen_ai.usage.input_tokens"]);
+    expect(input).toEqual([9, 9]);
+  });
+
+  it('"finish-and-end": complete at the end event after the finish reason; without it, cut', async () => {
+    const { sh, clock } = setup();
+    type Evt = Part | { end: true };
+    const ended: StreamFormat<Evt> = {
+      read: (p) => ("end" in p ? { end: true } : read(p)),
+      completion: "finish-and-end",
+    };
+    const run = (name: string, parts: Evt[]) => {
+      const parted = source(clock, parts as Part[]);
+      const stream = sh.stream(name, { readOnly: true, format: ended }, (_: string, ctx) =>
+        parted.run(ctx.signal),
+      );
+      return drain(clock, stream("hi") as AsyncIterable<Part>);
+    };
+    expect((await run("ends", [{ text: "a" }, { finish: "stop" }, { end: true }])).error).toBe(
+      undefined,
+    );
+    // Cut between the finish reason and the end event; an end event before the finish counts not.
+    for (const [name, parts] of [
+      ["no-end", [{ text: "a" }, { finish: "stop" }]],
+      ["end-first", [{ text: "a" }, { end: true }, { finish: "stop" }]],
+    ] as const) {
+      const { error } = await run(name, [...parts]);
+      expect(isStreamInterruptedError(error), name).toBe(true);
+      expect((error as Error).cause, name).toMatchObject({ type: "cut" });
+    }
+  });
+
   it("the caller's abort ends the attempt and closes the source; an aborted signal fails at once", async () => {
     const { sh, clock } = setup();
     const hanging = source(clock, [{ text: "a" }, "hang"]);

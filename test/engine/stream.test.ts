@@ -355,7 +355,7 @@ describe("sh.stream: limits and completion", () => {
     const completion = refusal({ format: { read: () => ({}) } });
     expect(completion.field).toBe('stream("s").options.format.completion');
     expect(completion.message).toContain(
-      'expected "finish" (a finish reason completes the stream) or "end" (its end does)',
+      'expected "finish" (a finish reason completes the stream), "finish-and-end" (a finish reason, then the end event) or "end" (its end does)',
     );
     for (const failOnFinish of ["length", ["length", 3]]) {
       const e = refusal({ failOnFinish });

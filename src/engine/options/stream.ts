@@ -14,8 +14,16 @@ export interface ChunkInfo {
   readonly finishReason?: string | undefined;
   /** Output tokens the provider reported (usually on the last chunk). */
   readonly outputTokens?: number | undefined;
-  /** Input tokens the provider reported: the attempt's, as soon as its chunk is read. */
+  /**
+   * Input tokens the provider reported: the attempt's, the last count read (a provider that
+   * repeats its running usage on every chunk counts once), reported when the attempt ends.
+   */
   readonly inputTokens?: number | undefined;
+  /**
+   * The API's own end-of-stream event came (Anthropic's `message_stop`): with `completion:
+   * "finish-and-end"`, a stream is complete only once it came after the finish reason.
+   */
+  readonly end?: boolean | undefined;
   /**
    * A failure the source reported in band (an SDK's error part). The stream goes on; if it then
    * does not complete, this is what failed it (thrown as is before the first token, as the
@@ -27,17 +35,23 @@ export interface ChunkInfo {
 /**
  * How to read a stream's chunks. `completion: "finish"`: complete only once a chunk carried a
  * finish reason, so a source that just ends was cut (SSE over HTTP, provider SDK streams).
- * `"end"`: the source ending is its completion (a source that throws when it is cut).
+ * `"finish-and-end"`: a finish reason, then the API's end event (`ChunkInfo.end`), so a stream
+ * cut between the two is cut too (Anthropic's `message_delta` then `message_stop`). `"end"`: the
+ * source ending is its completion (a source that throws when it is cut).
  */
 export interface StreamFormat<C> {
   read(chunk: C): ChunkInfo | undefined;
-  readonly completion: "finish" | "end";
+  readonly completion: StreamCompletion;
   /**
    * The model that answered, as a chunk names it (`gen_ai.response.model`): asked of each chunk
    * until one names it (a non-empty string).
    */
   responseModel?(chunk: C): unknown;
 }
+
+/** What completes a stream (see StreamFormat). */
+export type StreamCompletion = "finish" | "finish-and-end" | "end";
+const COMPLETIONS: readonly StreamCompletion[] = ["finish", "finish-and-end", "end"];
 
 const EVERY_CHUNK: ChunkInfo = Object.freeze({ token: true, answer: true });
 
@@ -136,10 +150,10 @@ export function splitStreamOptions<A, C>(
     throw new SelfHealConfigError(`${field}.format.responseModel`, "expected a function");
   }
   const completion: unknown = format.completion;
-  if (completion !== "finish" && completion !== "end") {
+  if (!COMPLETIONS.includes(completion as StreamCompletion)) {
     throw new SelfHealConfigError(
       `${field}.format.completion`,
-      'expected "finish" (a finish reason completes the stream) or "end" (its end does)',
+      'expected "finish" (a finish reason completes the stream), "finish-and-end" (a finish reason, then the end event) or "end" (its end does)',
     );
   }
   const failOnFinish = optionalList(o.failOnFinish, `${field}.failOnFinish`, "finish reasons");
