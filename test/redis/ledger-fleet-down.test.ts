@@ -9,7 +9,7 @@
  * wait, not the call's 60 s deadline), nothing charged, and the same key charges once after.
  */
 import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   FleetProcess,
   startFakeProvider,
@@ -99,6 +99,17 @@ describe.skipIf(!available)("three workers, one key, Redis away (real redis-serv
     return workers;
   }
 
+  /**
+   * Each fleet's last step, in its own afterAll (not a test: tests run in any order): its workers
+   * close and exit 0 with nothing on stderr, whatever the scenarios did to Redis.
+   */
+  async function closeFleet(workers: FleetProcess[]): Promise<void> {
+    if (stopped) resume();
+    const exits = await Promise.all(workers.map((w) => w.close()));
+    expect(exits).toEqual(workers.map(() => ({ code: 0, signal: null })));
+    for (const w of workers) expect(w.stderr).toBe("");
+  }
+
   /** How long a FleetUnavailableError says its call waited for the fleet, ms (its own clock). */
   const waited = (reply: Reply | undefined): number => {
     const ms = reply && !reply.ok && /could not be asked within (\d+) ms/.exec(reply.error)?.[1];
@@ -131,6 +142,10 @@ describe.skipIf(!available)("three workers, one key, Redis away (real redis-serv
     admin.on("error", () => undefined);
     provider = await startFakeProvider(CHARGE_MS);
   });
+  // A scenario that failed with Redis stopped leaves it running for the next (any order).
+  afterEach(() => {
+    if (stopped) resume();
+  });
   afterAll(async () => {
     if (stopped) resume();
     for (const w of fleets) w.kill();
@@ -142,10 +157,11 @@ describe.skipIf(!available)("three workers, one key, Redis away (real redis-serv
   });
 
   describe('whenFleetDown: "refuse" (the default)', () => {
-    let workers: FleetProcess[];
+    let workers: FleetProcess[] = [];
     beforeAll(async () => {
       workers = await startFleet("refuse", "refuse");
     }, 120_000);
+    afterAll(() => closeFleet(workers), 120_000);
 
     it("Redis stopped before the claims, back within the deadline: one charge, all three get it", async () => {
       const order = "refuse-stop-before";
@@ -280,6 +296,8 @@ describe.skipIf(!available)("three workers, one key, Redis away (real redis-serv
 
   describe("fleetWaitMs (default 3 s): a keyed write fails fast when the fleet cannot be asked", () => {
     let solo: FleetProcess;
+    let soloFleet: FleetProcess[] = [];
+    afterAll(() => closeFleet(soloFleet), 120_000);
     beforeAll(async () => {
       // One worker of its own fleet, with the library's defaults for the wait and the deadline.
       solo = FleetProcess.start(
@@ -290,6 +308,7 @@ describe.skipIf(!available)("three workers, one key, Redis away (real redis-serv
       fleets.push(solo);
       await solo.ready();
       await solo.send<ChargeDone>({ cmd: "charge", order: "wait-warm", at: 0 });
+      soloFleet = [solo];
     }, 120_000);
 
     it("Redis stopped: FleetUnavailableError within the wait, not the 60 s deadline; nothing charged; after SIGCONT the key charges once", async () => {
@@ -346,10 +365,11 @@ describe.skipIf(!available)("three workers, one key, Redis away (real redis-serv
   });
 
   describe('whenFleetDown: "local"', () => {
-    let workers: FleetProcess[];
+    let workers: FleetProcess[] = [];
     beforeAll(async () => {
       workers = await startFleet("local", "local");
     }, 120_000);
+    afterAll(() => closeFleet(workers), 120_000);
 
     it("Redis stopped before the claims: one charge per worker (3), shared once Redis is back", async () => {
       const order = "local-stop-before";
@@ -396,13 +416,6 @@ describe.skipIf(!available)("three workers, one key, Redis away (real redis-serv
         charges: charges(order),
         outcomes: done.map(outcome),
       });
-    }, 120_000);
-
-    it("every worker closes and exits 0", async () => {
-      const all = fleets.splice(0);
-      const exits = await Promise.all(all.map((w) => w.close()));
-      expect(exits).toEqual(all.map(() => ({ code: 0, signal: null })));
-      for (const w of all) expect(w.stderr).toBe("");
     }, 120_000);
   });
 });
