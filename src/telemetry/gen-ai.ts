@@ -30,6 +30,20 @@ export interface ModelReport {
 const MAX_NAME_LENGTH = 128;
 const REPORT_KEYS = ["operation", "provider", "requestModel", "responseModel"] as const;
 
+/** Names already made safe, by what was reported: a client reports the same few on every call. */
+const MAX_KNOWN_NAMES = 256;
+const knownNames = new Map<string, string>();
+
+/** A reported name on one line and cut, kept for the next report of it while few are known. */
+function reportedName(value: string): string {
+  let name = knownNames.get(value);
+  if (name !== undefined) return name;
+  name = oneLine(value.slice(0, MAX_NAME_LENGTH));
+  if (knownNames.size < MAX_KNOWN_NAMES && value.length <= MAX_NAME_LENGTH)
+    knownNames.set(value, name);
+  return name;
+}
+
 /**
  * `report` merged over what an attempt reported before: non-empty strings only, each on one line
  * and cut (a value the metrics are labelled with must stay a name). Never throws.
@@ -49,8 +63,7 @@ export function modelReport(
     } catch {
       continue; // a getter that throws reports nothing
     }
-    if (typeof value === "string" && value !== "")
-      merged[key] = oneLine(value.slice(0, MAX_NAME_LENGTH));
+    if (typeof value === "string" && value !== "") merged[key] = reportedName(value);
   }
   return merged;
 }

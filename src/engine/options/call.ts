@@ -85,30 +85,37 @@ const ONE_ARGUMENT =
   "a wrapped tool takes one argument: pass several values as one object, tool({ query, limit }), " +
   "read by fn({ query, limit }, ctx); the second argument is only for call options";
 
-/** Validates per-call options of a wrapped tool. */
+const fieldOf = (tool: string): string => `${tool}(args, options)`;
+
+/**
+ * Validates per-call options of a wrapped tool. Every call with options passes here: the field
+ * names of a refusal are built only when one is thrown.
+ */
 export function validateCallOptions(tool: string, input: unknown): CallOptions {
   if (input === undefined) return NO_CALL_OPTIONS;
-  const field = `${tool}(args, options)`;
   if (typeof input !== "object" || input === null || Array.isArray(input))
     throw new SelfHealConfigError(
-      field,
+      fieldOf(tool),
       `expected an object, got ${kindOf(input)}: ${ONE_ARGUMENT}`,
     );
   const o = input as Plain;
-  for (const key of Object.keys(o)) {
+  for (const key in o) {
+    if (!Object.hasOwn(o, key)) continue;
     if (!(CALL_KEYS as readonly string[]).includes(key)) {
       throw new SelfHealConfigError(
-        `${field}.${key}`,
+        `${fieldOf(tool)}.${key}`,
         `unknown option (known: ${CALL_KEYS.join(", ")}); ${ONE_ARGUMENT}`,
       );
     }
   }
   if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) {
-    throw new SelfHealConfigError(`${field}.signal`, "expected an AbortSignal");
+    throw new SelfHealConfigError(`${fieldOf(tool)}.signal`, "expected an AbortSignal");
   }
-  optionalString(o.idempotencyKey, `${field}.idempotencyKey`);
-  optionalString(o.toolCallId, `${field}.toolCallId`);
-  numbers(o, TIME_RULES, field);
-  if (o.attributes !== undefined) checkAttributes(o.attributes, `${field}.attributes`);
+  if (o.idempotencyKey !== undefined)
+    optionalString(o.idempotencyKey, `${fieldOf(tool)}.idempotencyKey`);
+  if (o.toolCallId !== undefined) optionalString(o.toolCallId, `${fieldOf(tool)}.toolCallId`);
+  if (o.timeoutMs !== undefined || o.deadlineMs !== undefined)
+    numbers(o, TIME_RULES, fieldOf(tool));
+  if (o.attributes !== undefined) checkAttributes(o.attributes, `${fieldOf(tool)}.attributes`);
   return o;
 }
