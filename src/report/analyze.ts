@@ -12,16 +12,15 @@ import { SeriesTally, type Series } from "./series.js";
 import { lineName, type Where } from "./read.js";
 import { DurationSketch } from "./sketch.js";
 import { RuleSuggester, type RuleSuggestions } from "./suggest-rules.js";
+import { ThresholdTally, type ThresholdSuggestions } from "./suggest-thresholds.js";
 import {
   callsProblem,
   limitsProblem,
   readCallsLine,
   type CallsCounts,
   stepsProblem,
-  ThresholdTally,
   thresholdsProblem,
-  type ThresholdSuggestions,
-} from "./suggest-thresholds.js";
+} from "./threshold-lines.js";
 
 export { DurationSketch } from "./sketch.js";
 

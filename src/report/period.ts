@@ -3,7 +3,7 @@
  * both reviewed in one pass over the log: each line is parsed once and given to both.
  */
 import { BLANK, MAX_TIME, NOT_JSON, parseLine, ReviewBuilder, valueProblem } from "./analyze.js";
-import { readCallsLine } from "./suggest-thresholds.js";
+import { readCallsLine } from "./threshold-lines.js";
 import type { LineSink, Where } from "./read.js";
 
 export interface Period {

@@ -11,7 +11,7 @@ import type { Review } from "./analyze.js";
 import { change, formatTime, HEADLINE, pct, secs, shown, usd, type Change } from "./format.js";
 import type { RenderOptions } from "./render-text.js";
 import type { Breakdown } from "./breakdown.js";
-import type { Replay, SignalAdvice, StageAdvice } from "./suggest-thresholds.js";
+import type { Replay, SignalAdvice, StageAdvice } from "./threshold-advice.js";
 
 /** HTML-escaped, redacted, control characters shown as escapes (text from the log is untrusted). */
 const escape = (s: string) =>

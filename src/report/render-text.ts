@@ -3,7 +3,8 @@ import type { Review } from "./analyze.js";
 import { change, formatTime, HEADLINE, pct, secs, shown, usd } from "./format.js";
 import { shellQuote } from "./shell-quote.js";
 import type { RuleFileRule, RuleSuggestions } from "./suggest-rules.js";
-import type { Replay, SignalAdvice, ThresholdSuggestions } from "./suggest-thresholds.js";
+import type { ThresholdSuggestions } from "./suggest-thresholds.js";
+import type { Replay, SignalAdvice } from "./threshold-advice.js";
 
 /**
  * Every cell comes from the log, which anyone who can write the file controls: control

@@ -7,7 +7,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { MAX_TIME, reviewText } from "../../src/report/analyze.js";
-import { readCallsLine } from "../../src/report/suggest-thresholds.js";
+import { readCallsLine } from "../../src/report/threshold-lines.js";
 import { NO_RECOVERY, virtualInstance } from "../helpers/engine.js";
 import { freshDirs } from "../helpers/temp.js";
 

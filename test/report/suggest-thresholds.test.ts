@@ -1,12 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { MAX_TIME, ReviewBuilder, reviewText, valueProblem } from "../../src/report/analyze.js";
 import { renderThresholdSuggestions } from "../../src/report/render-text.js";
-import {
-  callsProblem,
-  readCallsLine,
-  type SignalAdvice,
-  type ThresholdSuggestions,
-} from "../../src/report/suggest-thresholds.js";
+import type { ThresholdSuggestions } from "../../src/report/suggest-thresholds.js";
+import type { SignalAdvice } from "../../src/report/threshold-advice.js";
+import { callsProblem, readCallsLine } from "../../src/report/threshold-lines.js";
 import {
   callsLine,
   callsLines,
