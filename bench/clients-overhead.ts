@@ -27,6 +27,8 @@
  * rounds with the middle half and the extremes. Compare ratios, not absolute numbers.
  *
  * Run: npm run bench:clients-overhead [-- --rounds 21]   (writes bench/results/clients-overhead.json)
+ * On another Node: PATH=/path/to/node24/bin:$PATH npx tsx bench/clients-overhead.ts --name
+ * clients-overhead-node24 (the results name their Node; the SDKs' own cost differs by runtime).
  */
 import { fork } from "node:child_process";
 import { parseArgs } from "node:util";
@@ -43,6 +45,7 @@ const { values } = parseArgs({
   options: {
     rounds: { type: "string", default: "21" },
     "stub-rounds": { type: "string", default: "11" },
+    name: { type: "string", default: "clients-overhead" },
   },
 });
 const ROUNDS = Number(values.rounds);
@@ -373,7 +376,7 @@ Object.assign(summary, {
   met: Object.values(headline).every((r) => r <= GOAL_RATIO),
   "requests served": served,
 });
-report("clients-overhead", rows, summary, {
+report(values.name, rows, summary, {
   rounds: ROUNDS,
   stubRounds: STUB_ROUNDS,
   replyWords: REPLY_WORDS,
