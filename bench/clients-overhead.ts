@@ -10,9 +10,10 @@
  * 1. Over HTTP (the goal's figure): against a fake provider on 127.0.0.1 (selfheal/testing's
  *    `startFakeProvider`, `tokenIntervalMs: 0`) in a child process, so that this process does
  *    only the clients' work; the clients made as users make them (`new OpenAI({ baseURL,
- *    apiKey })`: the SDK's own fetch with its HTTP keep-alive). Bare, healed with no OpenTelemetry
- *    SDK (the API's no-op: selfheal's own cost) and healed with a recording SDK (spans batched
- *    and dropped, metrics kept: what the telemetry adds on top).
+ *    apiKey })`: the SDK's own fetch with its HTTP keep-alive). Bare; bare with the options
+ *    every healed attempt carries (openai and Anthropic: what the SDK and fetch do with a
+ *    signal); healed with no OpenTelemetry SDK (the API's no-op: selfheal's own cost); healed
+ *    with a recording SDK (spans batched and dropped, metrics kept: what telemetry adds on top).
  * 2. The SDK's work alone: the openai and Anthropic calls on clients whose `fetch` answers in
  *    process with the bytes the fake provider sent (no socket, no server, no scheduling), so the
  *    µs healing adds stand out of the noise, split into what the SDK itself spends on the
@@ -224,10 +225,20 @@ const httpHealed = {
   "no SDK": healed("no SDK", http),
   "recording SDK": healed("recording SDK", http),
 };
-const HTTP_CLIENTS = ["bare", "healed, no SDK", "healed, recording SDK"] as const;
+const HTTP_CLIENTS = [
+  "bare",
+  "bare + attempt options",
+  "healed, no SDK",
+  "healed, recording SDK",
+] as const;
+/** What the SDK does with the options every healed attempt carries (a signal, retries off). */
+const attemptOptions = () => ({ signal: new AbortController().signal, maxRetries: 0 });
 const httpCases: Cases = {};
 for (const call of CALL_NAMES) {
   httpCases[`${call} | bare`] = () => CALLS[call](http, undefined);
+  // @google/genai takes no per-request options: its calls have no such case.
+  if (FETCH_CALLS.includes(call))
+    httpCases[`${call} | bare + attempt options`] = () => CALLS[call](http, attemptOptions());
   httpCases[`${call} | healed, no SDK`] = () => CALLS[call](httpHealed["no SDK"], undefined);
   httpCases[`${call} | healed, recording SDK`] = () =>
     CALLS[call](httpHealed["recording SDK"], undefined);
@@ -264,8 +275,7 @@ const localCases: Cases = {};
 for (const call of FETCH_CALLS) {
   localCases[`${call} | bare`] = () => CALLS[call](local, undefined);
   // What healing sends each attempt with: selfheal's signal and the SDK's retries off.
-  localCases[`${call} | bare + attempt options`] = () =>
-    CALLS[call](local, { signal: new AbortController().signal, maxRetries: 0 });
+  localCases[`${call} | bare + attempt options`] = () => CALLS[call](local, attemptOptions());
   localCases[`${call} | healed, no SDK`] = () => CALLS[call](localHealed, undefined);
 }
 await check(localCases, () => stubbed);
@@ -309,7 +319,7 @@ function paired(samples: Samples, clock: Clock, call: Call, client: string, base
 
 const rows = [
   ...CALL_NAMES.flatMap((call) =>
-    HTTP_CLIENTS.map((client) => {
+    HTTP_CLIENTS.filter((client) => `${call} | ${client}` in httpCases).map((client) => {
       const wall = paired(httpSamples, "ns", call, client);
       const cpu = paired(httpSamples, "cpuNs", call, client);
       return {
@@ -370,6 +380,18 @@ for (const call of FETCH_CALLS) {
   const selfheal = paired(localSamples, "cpuNs", call, "healed, no SDK", "bare + attempt options");
   summary[`${call}: CPU µs the SDK spends on the attempt options`] = us(median(sdkShare.added));
   summary[`${call}: CPU µs selfheal adds`] = us(median(selfheal.added));
+  const httpSdk = paired(httpSamples, "cpuNs", call, "bare + attempt options");
+  const httpSelfheal = paired(
+    httpSamples,
+    "cpuNs",
+    call,
+    "healed, no SDK",
+    "bare + attempt options",
+  );
+  summary[`${call}: over HTTP, CPU µs the SDK and fetch spend on the attempt options`] = us(
+    median(httpSdk.added),
+  );
+  summary[`${call}: over HTTP, CPU µs selfheal adds`] = us(median(httpSelfheal.added));
 }
 Object.assign(summary, {
   goal: `healed / bare <= ${GOAL_RATIO} over HTTP with no SDK, every call, by the clock and in CPU time`,
