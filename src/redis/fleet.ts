@@ -6,7 +6,7 @@ import { HealthEvaluator, type HealthReport } from "../health/evaluator.js";
 import type { SignalWindows } from "../health/store.js";
 import { DEFAULT_BASELINE_TAU_MS, DEFAULT_THRESHOLDS } from "../health/thresholds.js";
 import { describeThrown, redact } from "../telemetry/redact.js";
-import { readVerdicts, scanKeys } from "./fleet-sync.js";
+import { readVerdicts, scanKeys } from "./verdicts.js";
 import {
   agentsKey,
   alertKeyPrefix,

@@ -21,6 +21,7 @@ import { emptyTotals, LATENCY_BUCKET_COUNT, latencyBucket } from "../health/wind
 import { describeThrown, redact, safeLogger } from "../telemetry/redact.js";
 import { agentsKey, AgentKeys, checkPrefix, decodeName, encodeName } from "./keys.js";
 import { RedisFleetSync } from "./fleet-sync.js";
+import { Pipelines, type Reply } from "./pipelines.js";
 import { APPLY, READ } from "./scripts.js";
 
 export interface RedisStoreOptions {
@@ -411,7 +412,7 @@ export class RedisSignalStore implements SignalStore {
       this.flights.push(flight);
       flights.push(flight);
     }
-    const pipelines = new Pipelines(this.client);
+    const pipelines = new Pipelines<Pipeline>(this.client);
     if (flights.length === 0 && !read) {
       // Nothing waiting and nothing asked: no round trip, unless Redis is away. Then a PING asks
       // whether it is back: a store degraded by a timeout whose late answer confirmed everything
@@ -759,72 +760,4 @@ function ring(flat: string[], scope: string, size: number): { total: number; emp
     else if (flat[i + 1] === "1" && Number(what) < size) empty++;
   }
   return { total: Math.min(pushes, size), empty };
-}
-
-/** Where one command's reply is: its pipeline and its index in it. */
-interface Reply {
-  group: string;
-  index: number;
-}
-
-/**
- * The pipelines of one round trip: one for a single Redis; on a Cluster one per hash slot (a
- * Cluster pipeline must stay on one node), all sent at once.
- */
-class Pipelines {
-  private readonly groups = new Map<string, Pipeline>();
-  private readonly cluster: boolean;
-
-  constructor(private readonly client: Redis) {
-    this.cluster = (client as { isCluster?: boolean }).isCluster === true;
-  }
-
-  /** Queues a command on the pipeline of `slot` (a hash tag, or a key without one). */
-  add(slot: string, queue: (pipeline: Pipeline) => unknown): Reply {
-    const group = this.cluster ? slot : "";
-    let pipeline = this.groups.get(group);
-    if (!pipeline) this.groups.set(group, (pipeline = this.client.pipeline() as Pipeline));
-    const index = pipeline.length;
-    queue(pipeline);
-    return { group, index };
-  }
-
-  async exec(): Promise<Replies> {
-    const entries = [...this.groups];
-    const results = await Promise.all(
-      entries.map(([, pipeline]) =>
-        pipeline.exec().then(
-          (replies) => replies ?? new Error("Redis discarded the pipeline"),
-          (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
-        ),
-      ),
-    );
-    return new Replies(new Map(entries.map(([group], i) => [group, results[i]])));
-  }
-}
-
-/** The replies of a round trip, by pipeline (an Error for a pipeline that failed as a whole). */
-class Replies {
-  constructor(
-    private readonly groups: Map<string, [Error | null, unknown][] | Error | undefined>,
-  ) {}
-
-  error(at: Reply): Error | undefined {
-    const replies = this.groups.get(at.group);
-    if (!Array.isArray(replies)) return replies ?? new Error("no reply");
-    return replies[at.index]?.[0] ?? undefined;
-  }
-
-  value(at: Reply): unknown {
-    const replies = this.groups.get(at.group);
-    return Array.isArray(replies) ? replies[at.index]?.[1] : undefined;
-  }
-
-  firstError(): Error | undefined {
-    for (const replies of this.groups.values()) {
-      if (!Array.isArray(replies)) return replies ?? new Error("no reply");
-      for (const [error] of replies) if (error) return error;
-    }
-    return undefined;
-  }
 }

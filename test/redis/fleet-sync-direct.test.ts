@@ -10,10 +10,9 @@ import {
   RedisFleetSync,
   RESTART_GRACE_MS,
   breakerChannel,
-  readVerdicts,
-  scanKeys,
   type SyncHost,
 } from "../../src/redis/fleet-sync.js";
+import { readVerdicts, scanKeys } from "../../src/redis/verdicts.js";
 import {
   AgentKeys,
   breakerKeyPrefix,
